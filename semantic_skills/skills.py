@@ -330,7 +330,10 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
 
 def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
     if path.is_symlink():
-        target = path.resolve()
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
+            raise SkillFileError("broken or looping symlink") from None
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
     size = path.stat().st_size
