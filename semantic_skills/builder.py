@@ -20,7 +20,7 @@ import numpy as np
 from . import documents
 from .embedders import Embedder, EmbedderIdentity, configured_identity, create_embedder
 from .errors import BuildLocked, IndexCorrupt, IndexMissing, NoSkillsFound
-from .index import LOCK, Manifest, SkillRecord, load_index, write_index
+from .index import LOCK, Manifest, SkillRecord, load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings, SkillsRoot
 from .skills import Duplicate, Skill, SkippedFile, discover_skills
 
@@ -152,6 +152,7 @@ def build_index(
 
         unchanged_order = old is not None and [r.path for r in old.skills] == [s.path for s in found.skills]
         if reusable and not to_embed and not report.removed and unchanged_order:
+            remove_stale_files(index_dir, keep=old.vectors_file)  # what a crashed build left
             report.seconds = time.perf_counter() - started
             return report
 
