@@ -164,7 +164,8 @@ def build_index(
             report.warnings.append(
                 (str(index_dir), f"the embedder now returns {identity.dimension}-d vectors; re-embedding every skill")
             )
-            kept = [s for s in found.skills if s.path in kept_rows]
+            # Reused skills carry no body (see discover_skills' reuse), so parse them again.
+            kept = [s for s in discover_skills(roots).skills if s.path in kept_rows]
             identity, more = _embed(kept, embedder_settings, embedder, progress)
             vectors_by_path.update(more)
             report.updated.extend(s.name for s in kept)
