@@ -125,8 +125,11 @@ def build_index(
             and old.recipe == documents.RECIPE
             and old.embedder.same_space(wanted)
         )
+        root_paths = [str(r.path) for r in roots]
+        same_roots = old is not None and old.roots == root_paths
         old_by_path = {r.path: r for r in old.skills} if old is not None else {}
-        reuse = {(r.path, r.content_hash): r.to_skill() for r in old.skills} if reusable else {}
+        # Parsed skills are reused only under the same roots: a skill's category depends on its root.
+        reuse = {(r.path, r.content_hash): r.to_skill() for r in old.skills} if reusable and same_roots else {}
         found = discover_skills(roots, reuse)
         report.skipped, report.duplicates = found.skipped, found.duplicates
         report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
@@ -151,7 +154,7 @@ def build_index(
         report.unchanged = len(kept_rows)
 
         unchanged_order = old is not None and [r.path for r in old.skills] == [s.path for s in found.skills]
-        if reusable and not to_embed and not report.removed and unchanged_order:
+        if reusable and not to_embed and not report.removed and unchanged_order and same_roots:
             remove_stale_files(index_dir, keep=old.vectors_file)  # what a crashed build left
             report.seconds = time.perf_counter() - started
             return report
@@ -192,7 +195,7 @@ def build_index(
             vectors_file="",
             rows=row,
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            roots=[str(r.path) for r in roots],
+            roots=root_paths,
             router=old.router if reusable else {},
         )
         write_index(index_dir, manifest, np.vstack(blocks))
