@@ -220,6 +220,28 @@ def test_reused_vectors_equal_freshly_computed_ones(built, bundled_embedder, tmp
         np.testing.assert_allclose(incremental[name], fresh[name], atol=1e-5, err_msg=name)
 
 
+def test_new_roots_are_recorded_even_when_no_skill_changed(built, bundled_embedder, tmp_path):
+    skills_dir, index_dir = built
+    (tmp_path / "more").mkdir()
+    roots = [SkillsRoot(skills_dir), SkillsRoot(tmp_path / "more")]
+
+    report = build_index(roots, index_dir, EmbedderSettings(), embedder=UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.counts()["unchanged"] == 10 and report.wrote
+    assert read_manifest(index_dir).roots == [str(skills_dir), str(tmp_path / "more")]
+
+
+def test_categories_follow_the_roots_of_the_latest_build(built, bundled_embedder):
+    skills_dir, index_dir = built
+    assert {r.name: r.category for r in read_manifest(index_dir).skills}["kubernetes-rollout"] == "devops"
+
+    report = build(skills_dir / "devops", index_dir, UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.counts() == {"added": 0, "updated": 0, "removed": 8, "unchanged": 2, "skipped": 0}
+    assert {r.name: r.category for r in read_manifest(index_dir).skills} == {
+        "docker-compose-debug": "", "kubernetes-rollout": ""}
+
+
 def test_an_unreadable_previous_index_is_rebuilt_in_full(built, bundled_embedder):
     skills_dir, index_dir = built
     (index_dir / MANIFEST).write_text("{ this is not json")
