@@ -20,7 +20,7 @@ import numpy as np
 from . import documents
 from .embedders import Embedder, EmbedderIdentity, configured_identity, create_embedder
 from .errors import BuildLocked, IndexCorrupt, IndexMissing, NoSkillsFound
-from .index import LOCK, Manifest, SkillRecord, load_index, write_index
+from .index import LOCK, Manifest, SkillRecord, load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings, SkillsRoot
 from .skills import Duplicate, Skill, SkippedFile, discover_skills
 
@@ -125,8 +125,11 @@ def build_index(
             and old.recipe == documents.RECIPE
             and old.embedder.same_space(wanted)
         )
+        root_paths = [str(r.path) for r in roots]
+        same_roots = old is not None and old.roots == root_paths
         old_by_path = {r.path: r for r in old.skills} if old is not None else {}
-        reuse = {(r.path, r.content_hash): r.to_skill() for r in old.skills} if reusable else {}
+        # Parsed skills are reused only under the same roots: a skill's category depends on its root.
+        reuse = {(r.path, r.content_hash): r.to_skill() for r in old.skills} if reusable and same_roots else {}
         found = discover_skills(roots, reuse)
         report.skipped, report.duplicates = found.skipped, found.duplicates
         report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
@@ -151,7 +154,8 @@ def build_index(
         report.unchanged = len(kept_rows)
 
         unchanged_order = old is not None and [r.path for r in old.skills] == [s.path for s in found.skills]
-        if reusable and not to_embed and not report.removed and unchanged_order:
+        if reusable and not to_embed and not report.removed and unchanged_order and same_roots:
+            remove_stale_files(index_dir, keep=old.vectors_file)  # what a crashed build left
             report.seconds = time.perf_counter() - started
             return report
 
@@ -163,7 +167,8 @@ def build_index(
             report.warnings.append(
                 (str(index_dir), f"the embedder now returns {identity.dimension}-d vectors; re-embedding every skill")
             )
-            kept = [s for s in found.skills if s.path in kept_rows]
+            # Reused skills carry no body (see discover_skills' reuse), so parse them again.
+            kept = [s for s in discover_skills(roots).skills if s.path in kept_rows]
             identity, more = _embed(kept, embedder_settings, embedder, progress)
             vectors_by_path.update(more)
             report.updated.extend(s.name for s in kept)
@@ -190,7 +195,7 @@ def build_index(
             vectors_file="",
             rows=row,
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            roots=[str(r.path) for r in roots],
+            roots=root_paths,
             router=old.router if reusable else {},
         )
         write_index(index_dir, manifest, np.vstack(blocks))

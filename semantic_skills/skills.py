@@ -21,8 +21,9 @@ from .settings import SkillsRoot
 SKILL_FILENAME = "SKILL.md"
 MAX_SKILL_BYTES = 32 * 1024 * 1024
 EXCLUDED_DIRS = frozenset(
-    {"node_modules", "venv", "env", "site-packages", "__pycache__", "dist-packages"}
+    {"node_modules", "venv", "site-packages", "__pycache__", "dist-packages"}
 )
+VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name
 SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
 _OS_NAMES = {"macos": "darwin", "darwin": "darwin", "linux": "linux", "windows": "win32", "win32": "win32"}
 
@@ -294,6 +295,8 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
             skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
             return
         names = {e.name for e in entries}
+        if VENV_MARKER in names:
+            return
         is_skill_dir = SKILL_FILENAME in names
         if is_skill_dir:
             yield Path(directory) / SKILL_FILENAME
@@ -330,7 +333,10 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
 
 def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
     if path.is_symlink():
-        target = path.resolve()
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
+            raise SkillFileError("broken or looping symlink") from None
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
     size = path.stat().st_size

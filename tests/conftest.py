@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
+# ../shared by default; SEMANTIC_SKILLS_SHARED_DIR points elsewhere (e.g. from a git worktree).
+SHARED = Path(os.environ.get("SEMANTIC_SKILLS_SHARED_DIR") or REPO.parent / "shared")
 EXAMPLES = REPO / "examples"
 
 

@@ -1,0 +1,398 @@
+"""Incremental and atomic index builds, with the real bundled model."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, write_skill
+from semantic_skills import documents
+from semantic_skills.builder import build_index, build_lock
+from semantic_skills.embedders import Embedder
+from semantic_skills.errors import BuildLocked, NoSkillsFound
+from semantic_skills.index import MANIFEST, load_index, read_manifest
+from semantic_skills.router import SkillRouter
+from semantic_skills.settings import EmbedderSettings, SkillsRoot
+
+PDF_QUERY = "convert this scanned PDF into markdown"
+
+
+class RecordingEmbedder(Embedder):
+    """The real bundled model, recording every text it embeds; ``identity_changes`` make it
+    present itself as another embedder (a prefix or model change)."""
+
+    def __init__(self, real: Embedder, **identity_changes):
+        self.real = real
+        self.identity = replace(real.identity, **identity_changes)
+        self.embedded: list[str] = []
+
+    def embed_documents(self, texts, progress=None):
+        self.embedded.extend(texts)
+        return self.real.embed_documents([self.identity.document_prefix + t for t in texts], progress)
+
+    def embed_query(self, text):
+        return self.real.embed_query(self.identity.query_prefix + text)
+
+
+class UnusableEmbedder(Embedder):
+    """Claims an identity but fails the moment anything loads or embeds with it."""
+
+    def __init__(self, identity):
+        self.identity = identity
+
+    def load(self):
+        raise AssertionError("this build must not load a model")
+
+    def embed_documents(self, texts, progress=None):
+        raise AssertionError("this build must not embed anything")
+
+    def embed_query(self, text):
+        raise AssertionError("this build must not embed anything")
+
+
+def build(skills_dir: Path, index_dir: Path, embedder: Embedder, full: bool = False):
+    return build_index([SkillsRoot(skills_dir)], index_dir, EmbedderSettings(), full=full, embedder=embedder)
+
+
+def vectors_by_name(index_dir: Path) -> dict[str, np.ndarray]:
+    manifest, vectors = load_index(index_dir)
+    return {r.name: vectors[r.row_start : r.row_start + r.row_count] for r in manifest.skills}
+
+
+def index_files(index_dir: Path) -> list[str]:
+    return sorted(p.name for p in index_dir.iterdir())
+
+
+@pytest.fixture()
+def built(examples_copy, tmp_path, bundled_embedder):
+    """examples/skills copied and indexed once: ``(skills_dir, index_dir)``."""
+    index_dir = tmp_path / "index"
+    report = build(examples_copy, index_dir, bundled_embedder)
+    assert report.wrote
+    return examples_copy, index_dir
+
+
+# --------------------------------------------------------------------------- incremental builds
+
+
+def test_first_build_adds_every_skill(examples_copy, tmp_path, bundled_embedder):
+    recorder = RecordingEmbedder(bundled_embedder)
+    report = build(examples_copy, tmp_path / "index", recorder)
+    assert report.counts() == {"added": 10, "updated": 0, "removed": 0, "unchanged": 0, "skipped": 0}
+    assert report.wrote and len(recorder.embedded) == 10
+    manifest = read_manifest(tmp_path / "index")
+    assert len(manifest.skills) == 10 and manifest.rows == 10
+    assert manifest.embedder.dimension == 384
+
+
+def test_noop_rebuild_reports_nothing_writes_nothing_and_loads_no_model(built, bundled_embedder):
+    skills_dir, index_dir = built
+    manifest_path = index_dir / MANIFEST
+    before = (manifest_path.read_bytes(), manifest_path.stat().st_mtime_ns, index_files(index_dir))
+
+    report = build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.counts() == {"added": 0, "updated": 0, "removed": 0, "unchanged": 10, "skipped": 0}
+    assert not report.wrote
+    assert (manifest_path.read_bytes(), manifest_path.stat().st_mtime_ns, index_files(index_dir)) == before
+
+
+def test_noop_rebuild_from_the_command_line_never_imports_torch(built):
+    skills_dir, index_dir = built
+    script = (
+        "import json, sys\n"
+        "from semantic_skills.cli import main\n"
+        "try:\n"
+        f"    main(['build', '--skills-dir', {str(skills_dir)!r}, '--index-dir', {str(index_dir)!r}, '--json'])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'litellm') if m in sys.modules]\n"
+        "print(json.dumps({'heavy_modules': heavy}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    build_line, modules_line = result.stdout.strip().splitlines()[-2:]
+    assert json.loads(build_line)["unchanged"] == 10
+    assert json.loads(build_line)["wrote"] is False
+    assert json.loads(modules_line) == {"heavy_modules": []}
+
+
+def test_editing_one_skill_re_embeds_exactly_that_skill(built, bundled_embedder):
+    skills_dir, index_dir = built
+    path = skills_dir / "git" / "commit-messages" / "SKILL.md"
+    path.write_text(path.read_text() + "\nAlso mention the ticket number.\n")
+    recorder = RecordingEmbedder(bundled_embedder)
+
+    report = build(skills_dir, index_dir, recorder)
+
+    assert report.counts() == {"added": 0, "updated": 1, "removed": 0, "unchanged": 9, "skipped": 0}
+    assert report.updated == ["commit-messages"]
+    assert len(recorder.embedded) == 1 and "commit" in recorder.embedded[0]
+    record = {r.name: r for r in read_manifest(index_dir).skills}["commit-messages"]
+    assert record.content_hash == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_removing_one_skill_removes_it_without_embedding(built, bundled_embedder):
+    skills_dir, index_dir = built
+    shutil.rmtree(skills_dir / "media" / "image-resize")
+    recorder = RecordingEmbedder(bundled_embedder)
+
+    report = build(skills_dir, index_dir, recorder)
+
+    assert report.counts() == {"added": 0, "updated": 0, "removed": 1, "unchanged": 9, "skipped": 0}
+    assert report.removed == ["image-resize"] and recorder.embedded == []
+    assert "image-resize" not in {r.name for r in read_manifest(index_dir).skills}
+
+
+def test_adding_one_skill_embeds_only_the_new_one(built, bundled_embedder):
+    skills_dir, index_dir = built
+    write_skill(skills_dir, "cooking/sourdough", "---\nname: sourdough\ndescription: Bake sourdough bread\n---\nFeed the starter.\n")
+    recorder = RecordingEmbedder(bundled_embedder)
+
+    report = build(skills_dir, index_dir, recorder)
+
+    assert report.counts() == {"added": 1, "updated": 0, "removed": 0, "unchanged": 10, "skipped": 0}
+    assert report.added == ["sourdough"] and len(recorder.embedded) == 1
+    assert SkillRouter.open(index_dir, embedder=bundled_embedder).route("how do I bake sourdough bread").skill.name == "sourdough"
+
+
+def test_full_rebuild_re_embeds_everything(built, bundled_embedder):
+    skills_dir, index_dir = built
+    recorder = RecordingEmbedder(bundled_embedder)
+    report = build(skills_dir, index_dir, recorder, full=True)
+    assert report.counts() == {"added": 0, "updated": 10, "removed": 0, "unchanged": 0, "skipped": 0}
+    assert len(recorder.embedded) == 10 and report.wrote
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"document_prefix": "passage: "}, {"query_prefix": "query: "}, {"model": "some/other-model"}],
+    ids=["document prefix", "query prefix", "model"],
+)
+def test_another_embedder_identity_forces_a_full_rebuild(built, bundled_embedder, change):
+    skills_dir, index_dir = built
+    recorder = RecordingEmbedder(bundled_embedder, **change)
+
+    report = build(skills_dir, index_dir, recorder)
+
+    assert report.counts()["updated"] == 10 and len(recorder.embedded) == 10
+    assert read_manifest(index_dir).embedder == recorder.identity
+
+
+def test_a_new_document_recipe_forces_a_full_rebuild(built, bundled_embedder, monkeypatch):
+    skills_dir, index_dir = built
+    monkeypatch.setattr(documents, "RECIPE", documents.RECIPE + " (changed)")
+    recorder = RecordingEmbedder(bundled_embedder)
+    assert build(skills_dir, index_dir, recorder).counts()["updated"] == 10
+    assert len(recorder.embedded) == 10
+    assert read_manifest(index_dir).recipe.endswith("(changed)")
+
+
+def test_reused_vectors_equal_freshly_computed_ones(built, bundled_embedder, tmp_path):
+    skills_dir, index_dir = built
+    shutil.rmtree(skills_dir / "data" / "csv-cleanup")
+    write_skill(skills_dir, "aaa/first-in-order", "---\nname: first-in-order\ndescription: Sorts first\n---\n")
+    edited = skills_dir / "writing" / "release-notes" / "SKILL.md"
+    edited.write_text(edited.read_text().replace("release", "launch"))
+    build(skills_dir, index_dir, bundled_embedder)
+
+    fresh_dir = tmp_path / "fresh"
+    build(skills_dir, fresh_dir, bundled_embedder, full=True)
+
+    incremental, fresh = vectors_by_name(index_dir), vectors_by_name(fresh_dir)
+    assert incremental.keys() == fresh.keys()
+    for name in fresh:
+        np.testing.assert_allclose(incremental[name], fresh[name], atol=1e-5, err_msg=name)
+
+
+def test_new_roots_are_recorded_even_when_no_skill_changed(built, bundled_embedder, tmp_path):
+    skills_dir, index_dir = built
+    (tmp_path / "more").mkdir()
+    roots = [SkillsRoot(skills_dir), SkillsRoot(tmp_path / "more")]
+
+    report = build_index(roots, index_dir, EmbedderSettings(), embedder=UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.counts()["unchanged"] == 10 and report.wrote
+    assert read_manifest(index_dir).roots == [str(skills_dir), str(tmp_path / "more")]
+
+
+def test_categories_follow_the_roots_of_the_latest_build(built, bundled_embedder):
+    skills_dir, index_dir = built
+    assert {r.name: r.category for r in read_manifest(index_dir).skills}["kubernetes-rollout"] == "devops"
+
+    report = build(skills_dir / "devops", index_dir, UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.counts() == {"added": 0, "updated": 0, "removed": 8, "unchanged": 2, "skipped": 0}
+    assert {r.name: r.category for r in read_manifest(index_dir).skills} == {
+        "docker-compose-debug": "", "kubernetes-rollout": ""}
+
+
+def test_an_unreadable_previous_index_is_rebuilt_in_full(built, bundled_embedder):
+    skills_dir, index_dir = built
+    (index_dir / MANIFEST).write_text("{ this is not json")
+    report = build(skills_dir, index_dir, bundled_embedder)
+    assert report.wrote and report.counts()["added"] == 10
+    assert any("previous index unreadable" in w for _, w in report.warnings)
+    assert len(read_manifest(index_dir).skills) == 10
+
+
+def test_a_second_build_while_one_runs_is_refused(built, bundled_embedder):
+    skills_dir, index_dir = built
+    with build_lock(index_dir):
+        with pytest.raises(BuildLocked, match=f"pid {os.getpid()}"):
+            build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity))
+
+
+def test_no_skills_found_says_where_it_looked(tmp_path, bundled_embedder):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(NoSkillsFound, match=re.escape(str(tmp_path / "empty"))):
+        build(tmp_path / "empty", tmp_path / "index", UnusableEmbedder(bundled_embedder.identity))
+    assert not (tmp_path / "index" / MANIFEST).exists()
+
+
+# --------------------------------------------------------------------------- atomicity
+
+
+def generate_skills(root: Path, count: int) -> None:
+    topics = ["databases", "networking", "typography", "gardening", "astronomy", "accounting", "music", "robotics"]
+    for i in range(count):
+        topic = topics[i % len(topics)]
+        body = " ".join(f"Step {j}: check the {topic} detail number {i * 31 + j} carefully." for j in range(40))
+        write_skill(root, f"generated/{topic}/skill-{i:04d}",
+                    f"---\nname: generated-{i:04d}\ndescription: Skill {i} about {topic}\n---\n{body}\n")
+
+
+def read_until(fd: int, pattern: re.Pattern, proc: subprocess.Popen, timeout: float) -> str:
+    """Read the pty ``fd`` until ``pattern`` matches; fail on exit or timeout."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                seen += os.read(fd, 4096).decode(errors="replace")
+            except OSError:
+                break
+            if pattern.search(seen):
+                return seen
+        elif proc.poll() is not None:
+            break
+    raise AssertionError(f"the build never reached {pattern.pattern!r}; output so far: {seen[-500:]!r}")
+
+
+def test_a_build_killed_while_embedding_leaves_the_previous_index_usable(built, bundled_embedder):
+    skills_dir, index_dir = built
+    manifest_before = (index_dir / MANIFEST).read_bytes()
+    generate_skills(skills_dir, 400)
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(skills_dir), "--index-dir", str(index_dir)],
+        cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal,
+    )
+    os.close(terminal)
+    try:
+        read_until(controller, re.compile(r"Embedding.*\b([1-9]\d?)%"), proc, timeout=300)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(controller)
+
+    assert (index_dir / MANIFEST).read_bytes() == manifest_before
+    router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+    assert router.route(PDF_QUERY).skill.name == "pdf-to-markdown"
+
+    shutil.rmtree(skills_dir / "generated")
+    write_skill(skills_dir, "cooking/sourdough", "---\nname: sourdough\ndescription: Bake bread\n---\n")
+    assert build(skills_dir, index_dir, bundled_embedder).counts()["added"] == 1
+    assert not [n for n in index_files(index_dir) if n.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("next_build_changes_something", [True, False], ids=["writing build", "no-op build"])
+def test_the_next_build_removes_temp_files_a_crashed_write_left(built, bundled_embedder, next_build_changes_something):
+    skills_dir, index_dir = built
+    leftovers = [index_dir / ".vectors-20250101T000000-deadbeef.faiss.tmp", index_dir / ".manifest.json.20250101T000000-deadbeef.tmp"]
+    for leftover in leftovers:
+        leftover.write_bytes(b"half-written")
+    if next_build_changes_something:
+        shutil.rmtree(skills_dir / "media" / "image-resize")
+
+    build(skills_dir, index_dir, bundled_embedder)
+
+    assert [p.name for p in leftovers if p.exists()] == []
+    SkillRouter.open(index_dir, embedder=bundled_embedder).route(PDF_QUERY)
+
+
+class DiskFullFile:
+    """A writable file that stores a few bytes and then fails with ENOSPC."""
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def write(self, data):
+        self._fh.write(data[:8])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+
+def fill_disk_while_writing(monkeypatch, which: str) -> None:
+    """Make the index's vectors or manifest write fail as on a full disk."""
+    import faiss
+
+    from semantic_skills import index as index_module
+
+    if which == "vectors":
+        def write_index(_index, path):
+            Path(path).write_bytes(b"FAISS-partial")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(faiss, "write_index", write_index)
+    else:
+        def open_on_full_disk(path, mode="r", *args, **kwargs):
+            fh = open(path, mode, *args, **kwargs)
+            return DiskFullFile(fh) if MANIFEST in Path(path).name and "w" in mode else fh
+
+        monkeypatch.setattr(index_module, "open", open_on_full_disk, raising=False)
+
+
+@pytest.mark.parametrize("which", ["vectors", "manifest"])
+def test_a_disk_full_error_while_writing_leaves_the_previous_index_intact(built, bundled_embedder, monkeypatch, which):
+    skills_dir, index_dir = built
+    before = ((index_dir / MANIFEST).read_bytes(), index_files(index_dir))
+    shutil.rmtree(skills_dir / "media" / "image-resize")
+    fill_disk_while_writing(monkeypatch, which)
+
+    with pytest.raises(OSError) as raised:
+        build(skills_dir, index_dir, bundled_embedder)
+
+    assert raised.value.errno == errno.ENOSPC
+    assert ((index_dir / MANIFEST).read_bytes(), index_files(index_dir)) == before
+    router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+    assert "image-resize" in {r.name for r in router.manifest.skills}
+    assert router.route(PDF_QUERY).skill.name == "pdf-to-markdown"

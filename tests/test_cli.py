@@ -1,0 +1,320 @@
+"""The command line, in-process through CliRunner and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import EXAMPLES, REPO, shared_path, write_skill
+from semantic_skills import builder, router
+from semantic_skills.cli import main
+from semantic_skills.embedders import configured_identity, create_embedder
+from semantic_skills.index import MANIFEST
+from semantic_skills.settings import EmbedderSettings
+
+PDF_QUERY = "Can you turn this scanned contract PDF into markdown with the tables intact?"
+COUNT_KEYS = ("added", "updated", "removed", "unchanged", "skipped")
+
+
+@pytest.fixture()
+def loaded_model(monkeypatch, bundled_embedder):
+    """In-process commands reuse the session's loaded bundled model instead of loading it again."""
+    default = configured_identity(EmbedderSettings())
+
+    def create(settings):
+        return bundled_embedder if configured_identity(settings) == default else create_embedder(settings)
+
+    monkeypatch.setattr(builder, "create_embedder", create)
+    monkeypatch.setattr(router, "create_embedder", create)
+
+
+def cli(*args: str):
+    """Run the CLI in-process; stdout and stderr stay separate."""
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``python -m semantic_skills ARGS`` from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "semantic_skills", *map(str, args)],
+        cwd=REPO, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def last_json(output: str):
+    return json.loads(output.strip().splitlines()[-1])
+
+
+@pytest.fixture()
+def indexed(examples_copy, tmp_path, loaded_model):
+    """examples/skills copied and built through the CLI: ``(skills_dir, index_dir)``."""
+    index_dir = tmp_path / "index"
+    result = cli("build", "--skills-dir", examples_copy, "--index-dir", index_dir)
+    assert result.exit_code == 0, result.output
+    return examples_copy, index_dir
+
+
+# --------------------------------------------------------------------------- help
+
+
+@pytest.mark.parametrize("command", ["", *sorted(main.commands)])
+def test_help_works_for_every_command(command):
+    result = cli(*([command] if command else []), "--help")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Usage:")
+
+
+def test_build_embeddings_script_shows_the_build_help():
+    result = subprocess.run([sys.executable, "build_embeddings.py", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Usage: build_embeddings.py" in result.stdout
+    assert "--skills-dir" in result.stdout and "--full" in result.stdout
+
+
+# --------------------------------------------------------------------------- build
+
+
+def test_build_prints_a_summary_with_skipped_files_and_duplicates(examples_copy, tmp_path, loaded_model):
+    write_skill(examples_copy, "broken/empty", b"")
+    write_skill(examples_copy, "broken/binary", b"\x00\x01\x02 binary")
+    write_skill(examples_copy, "zz/second-pdf", "---\nname: pdf-to-markdown\ndescription: same name\n---\n")
+
+    result = cli("build", "--skills-dir", examples_copy, "--index-dir", tmp_path / "index")
+
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"Indexed 10 skills in {tmp_path / 'index'} (sentence-transformers")
+    assert lines[1] == "  added 10, updated 0, removed 0, unchanged 0, skipped 2"
+    assert f"  skipped {examples_copy / 'broken/empty/SKILL.md'}: empty file" in lines
+    assert any(line.startswith(f"  skipped {examples_copy / 'broken/binary/SKILL.md'}: binary file") for line in lines)
+    assert any(line.startswith("  duplicate name 'pdf-to-markdown'") for line in lines)
+
+    again = cli("build", "--skills-dir", examples_copy, "--index-dir", tmp_path / "index")
+    assert again.stdout.startswith("Index already up to date: 10 skills")
+
+
+def test_build_json_ends_with_the_counts(indexed):
+    skills_dir, index_dir = indexed
+    (skills_dir / "media" / "image-resize" / "SKILL.md").unlink()
+    write_skill(skills_dir, "broken/empty", b"")
+
+    result = cli("build", "--skills-dir", skills_dir, "--index-dir", index_dir, "--json")
+
+    assert result.exit_code == 0, result.output
+    report = last_json(result.stdout)
+    assert isinstance(report, dict)
+    assert {k: report[k] for k in COUNT_KEYS} == {"added": 0, "updated": 0, "removed": 1, "unchanged": 9, "skipped": 1}
+    assert all(type(report[k]) is int for k in COUNT_KEYS)
+
+
+def test_build_without_skills_dir_indexes_the_hermes_skills_folders(_isolated_hermes_home, tmp_path, loaded_model):
+    home = _isolated_hermes_home
+    write_skill(home / "skills", "local", "---\nname: shared\ndescription: the local one\n---\n")
+    write_skill(tmp_path / "team", "theirs", "---\nname: shared\ndescription: the team one\n---\n")
+    write_skill(tmp_path / "team", "extra", "---\nname: team-extra\n---\n")
+    (home / "config.yaml").write_text(f"skills:\n  external_dirs: [{tmp_path / 'team'}]\n")
+
+    report = last_json(cli("build", "--index-dir", tmp_path / "index", "--json").stdout)
+
+    assert report["added"] == 2
+    assert report["duplicates"] == [{
+        "name": "shared",
+        "kept": str(home / "skills" / "local" / "SKILL.md"),
+        "dropped": str(tmp_path / "team" / "theirs" / "SKILL.md"),
+    }]
+
+
+def test_the_default_index_dir_follows_the_environment(examples_copy, tmp_path, monkeypatch, loaded_model):
+    monkeypatch.setenv("SEMANTIC_SKILLS_INDEX_DIR", str(tmp_path / "from-env"))
+
+    assert cli("build", "--skills-dir", examples_copy).exit_code == 0
+    assert (tmp_path / "from-env" / MANIFEST).is_file()
+    assert last_json(cli("status", "--json").stdout)["index_dir"] == str(tmp_path / "from-env")
+    assert last_json(cli("route", "--json", PDF_QUERY).stdout)["skill"] == "pdf-to-markdown"
+
+
+# --------------------------------------------------------------------------- search, route, status
+
+
+def test_search_json_lists_the_best_skills_first(indexed):
+    _, index_dir = indexed
+    result = cli("search", "--index-dir", index_dir, "-k", "3", "--json", "convert a PDF to markdown")
+    assert result.exit_code == 0, result.output
+    ranked = json.loads(result.stdout)
+    assert [c["name"] for c in ranked][0] == "pdf-to-markdown"
+    assert len(ranked) == 3
+    assert [c["score"] for c in ranked] == sorted((c["score"] for c in ranked), reverse=True)
+
+
+def test_route_json_explains_the_decision(indexed):
+    _, index_dir = indexed
+    decision = json.loads(cli("route", "--index-dir", index_dir, "--json", PDF_QUERY).stdout)
+    assert decision["query"] == PDF_QUERY
+    assert decision["skill"] == "pdf-to-markdown"
+    assert decision["score"] == decision["candidates"][0]["score"] and decision["reason"]
+    assert decision["candidates"][0]["name"] == "pdf-to-markdown"
+
+    small_talk = json.loads(cli("route", "--index-dir", index_dir, "--json", "thanks!").stdout)
+    assert small_talk["skill"] is None and "small talk" in small_talk["reason"]
+    assert cli("route", "--index-dir", index_dir, PDF_QUERY).stdout.startswith("inject pdf-to-markdown (score ")
+
+
+def test_route_needs_exactly_one_of_message_and_queries(indexed, tmp_path):
+    _, index_dir = indexed
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"query": "x"}\n')
+    assert cli("route", "--index-dir", index_dir).exit_code == 2
+    assert cli("route", "--index-dir", index_dir, "--queries", queries, "hello").exit_code == 2
+
+
+def test_route_queries_prints_one_decision_per_line_in_order(indexed, tmp_path):
+    _, index_dir = indexed
+    queries = [PDF_QUERY, "thanks!", "My postgres container keeps restarting", "What's a good recipe for banana bread?"]
+    lines = [json.dumps({"query": q, "gold": []}) for q in queries]
+    lines[2:2] = ["", "   "]
+    lines.append("{not json")
+    path = tmp_path / "queries.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+
+    result = cli("route", "--index-dir", index_dir, "--queries", path)
+
+    assert result.exit_code == 0, result.output
+    decisions = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [d["query"] for d in decisions] == [*queries, None]
+    for d in decisions[:-1]:
+        assert {"query", "skill", "score", "reason", "candidates"} <= d.keys()
+        assert len(d["candidates"]) == 5
+        assert all(c.keys() == {"name", "score"} for c in d["candidates"])
+    assert decisions[0]["skill"] == "pdf-to-markdown"
+    assert decisions[1]["skill"] is None
+    assert "line 7: invalid input" in decisions[-1]["reason"]
+
+
+def test_status_reports_the_embedder_and_what_changed_on_disk(indexed):
+    skills_dir, index_dir = indexed
+    status = last_json(cli("status", "--index-dir", index_dir, "--json").stdout)
+    assert status["embedder"]["backend"] == "sentence-transformers"
+    assert status["embedder"]["dimension"] == 384
+    assert status["skills"] == 10 and status["up_to_date"] is True
+
+    edited = skills_dir / "git" / "commit-messages" / "SKILL.md"
+    edited.write_text(edited.read_text() + "\nOne more rule.\n")
+    shutil.rmtree(skills_dir / "media" / "image-resize")
+    write_skill(skills_dir, "cooking/sourdough", "---\nname: sourdough\n---\n")
+
+    status = last_json(cli("status", "--index-dir", index_dir, "--json").stdout)
+    assert (status["changed"], status["new"], status["deleted"]) == (["commit-messages"], ["sourdough"], ["image-resize"])
+    assert status["up_to_date"] is False
+    text = cli("status", "--index-dir", index_dir).stdout
+    assert "changed since the build (1): commit-messages" in text
+    assert "run `semantic-skills build`" in text
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.fixture()
+def error_cases(tmp_path, examples_index):
+    (tmp_path / "empty").mkdir()
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(examples_index, corrupt)
+    (corrupt / MANIFEST).write_text('{"format": "semantic-skills-index"')
+    return {
+        "no skills found": (["build", "--skills-dir", tmp_path / "empty", "--index-dir", tmp_path / "i"], "no SKILL.md files found"),
+        "no index (route)": (["route", "--index-dir", tmp_path / "none", "hello there"], "no skill index in"),
+        "no index (search)": (["search", "--index-dir", tmp_path / "none", "pdf"], "no skill index in"),
+        "no index (status)": (["status", "--index-dir", tmp_path / "none"], "no skill index in"),
+        "embedder mismatch": (["route", "--index-dir", examples_index, "--model", tmp_path / "other-model", "pdf"], "rebuild with"),
+        "corrupt index": (["search", "--index-dir", corrupt, "pdf"], "is corrupt"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case", ["no skills found", "no index (route)", "no index (search)", "no index (status)", "embedder mismatch", "corrupt index"]
+)
+def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
+    args, expected = error_cases[case]
+    result = run(*args, timeout=120)
+    assert result.returncode != 0
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("semantic-skills: error: ") and expected in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+# --------------------------------------------------------------------------- whole commands as subprocesses
+
+
+def test_build_embeddings_script_builds_an_index(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "build_embeddings.py", "--skills-dir", EXAMPLES / "skills", "--index-dir", tmp_path / "index", "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert last_json(result.stdout)["added"] == 10
+    assert (tmp_path / "index" / MANIFEST).is_file()
+
+
+def test_demo_runs_without_network():
+    script = textwrap.dedent("""\
+        import runpy, socket, sys
+        def refuse(*args, **kwargs):
+            raise OSError("network access attempted")
+        socket.getaddrinfo = refuse
+        socket.create_connection = refuse
+        socket.socket.connect = lambda self, address: refuse(address)
+        sys.argv = ["semantic-skills", "demo"]
+        runpy.run_module("semantic_skills", run_name="__main__")
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Built an index of 10 example skills" in result.stdout
+    assert "inject pdf-to-markdown" in result.stdout
+    assert "inject nothing (small talk" in result.stdout
+
+
+def test_the_installed_console_script_runs(examples_index):
+    script = shutil.which("semantic-skills")
+    if script is None:
+        pytest.skip("the semantic-skills console script is not on PATH (the project is not pip-installed here)")
+    result = subprocess.run([script, "status", "--index-dir", str(examples_index), "--json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert last_json(result.stdout)["skills"] == 10
+
+
+def test_importing_the_package_loads_no_heavy_library():
+    script = textwrap.dedent("""\
+        import json, sys
+        import semantic_skills
+        from semantic_skills import SkillRouter, build_index, SemanticSkillsError
+        import semantic_skills.cli
+        print(json.dumps([m for m in ("torch", "sentence_transformers", "litellm", "transformers") if m in sys.modules]))
+        """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_sgd_dev_set_builds_and_routes_one_decision_per_query(tmp_path):
+    """The issue's check, on the first 40 queries (the full file is run by hand)."""
+    skills = shared_path("data", "dev", "sgd", "skills")
+    queries_file = shared_path("data", "dev", "sgd", "queries.jsonl")
+    subset = tmp_path / "queries.jsonl"
+    lines = queries_file.read_text(encoding="utf-8").splitlines()[:40]
+    subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    built = run("build", "--skills-dir", skills, "--index-dir", tmp_path / "index", "--json")
+    assert built.returncode == 0, built.stderr
+    assert last_json(built.stdout)["added"] == len(list(skills.glob("*/SKILL.md")))
+
+    routed = run("route", "--index-dir", tmp_path / "index", "--queries", subset)
+    assert routed.returncode == 0, routed.stderr
+    decisions = [json.loads(line) for line in routed.stdout.splitlines()]
+    assert [d["query"] for d in decisions] == [json.loads(line)["query"] for line in lines]
+    assert all({"skill", "score", "reason", "candidates"} <= d.keys() for d in decisions)

@@ -1,0 +1,110 @@
+"""Opening an index: a missing, corrupt or foreign index is refused with a one-line fix."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semantic_skills.embedders import Embedder
+from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexMissing
+from semantic_skills.index import MANIFEST, load_index
+from semantic_skills.router import SkillRouter
+from semantic_skills.settings import EmbedderSettings
+
+
+@pytest.fixture()
+def index_copy(examples_index, tmp_path) -> Path:
+    """A writable copy of the session's examples index."""
+    dest = tmp_path / "index"
+    shutil.copytree(examples_index, dest)
+    return dest
+
+
+def vectors_path(index_dir: Path) -> Path:
+    return index_dir / json.loads((index_dir / MANIFEST).read_text())["vectors"]["file"]
+
+
+def edit_manifest(index_dir: Path, change) -> None:
+    data = json.loads((index_dir / MANIFEST).read_text())
+    change(data)
+    (index_dir / MANIFEST).write_text(json.dumps(data))
+
+
+def rewrite_vectors(index_dir: Path, change) -> None:
+    import faiss
+
+    path = vectors_path(index_dir)
+    _, vectors = load_index(index_dir)
+    vectors = np.ascontiguousarray(change(vectors), dtype=np.float32)
+    flat = faiss.IndexFlatIP(vectors.shape[1])
+    flat.add(vectors)
+    faiss.write_index(flat, str(path))
+
+
+def test_a_missing_index_raises_index_missing_with_the_build_command(tmp_path):
+    with pytest.raises(IndexMissing, match="semantic-skills build --index-dir"):
+        SkillRouter.open(tmp_path / "nowhere")
+
+
+def test_the_embedder_that_built_the_index_opens_it(examples_index, bundled_embedder):
+    router = SkillRouter.open(examples_index, embedder=bundled_embedder)
+    assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
+
+
+class OtherEmbedder(Embedder):
+    def __init__(self, identity):
+        self.identity = identity
+
+
+@pytest.mark.parametrize(
+    "embedder",
+    [
+        EmbedderSettings(document_prefix="passage: "),
+        EmbedderSettings(query_prefix="query: "),
+        EmbedderSettings(model="/models/another-minilm"),
+        EmbedderSettings(backend="litellm", model="openai/text-embedding-3-small"),
+        "identity with another dimension",
+    ],
+    ids=["document prefix", "query prefix", "model", "backend", "dimension"],
+)
+def test_querying_with_another_embedder_is_refused_with_a_fix(examples_index, bundled_embedder, embedder):
+    if embedder == "identity with another dimension":
+        embedder = OtherEmbedder(replace(bundled_embedder.identity, dimension=768))
+    with pytest.raises(EmbedderMismatch) as raised:
+        SkillRouter.open(examples_index, embedder=embedder)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "rebuild with: semantic-skills build --full" in message
+    assert "configure the embedder that built it" in message
+
+
+CORRUPTIONS = {
+    "manifest is not JSON": lambda d: (d / MANIFEST).write_text("{ not json"),
+    "manifest is empty": lambda d: (d / MANIFEST).write_bytes(b""),
+    "manifest of another format": lambda d: edit_manifest(d, lambda m: m.update(format="something-else")),
+    "manifest from a future version": lambda d: edit_manifest(d, lambda m: m.update(format_version=99)),
+    "manifest without skills": lambda d: edit_manifest(d, lambda m: m.pop("skills")),
+    "skill rows out of step": lambda d: edit_manifest(d, lambda m: m["skills"][3].update(rows=[7, 1])),
+    "manifest rows disagree with skills": lambda d: edit_manifest(d, lambda m: m["vectors"].update(rows=11)),
+    "vectors file missing": lambda d: vectors_path(d).unlink(),
+    "vectors file truncated": lambda d: vectors_path(d).write_bytes(vectors_path(d).read_bytes()[:200]),
+    "vectors file empty": lambda d: vectors_path(d).write_bytes(b""),
+    "fewer vector rows than the manifest": lambda d: rewrite_vectors(d, lambda v: v[:9]),
+    "vectors of another dimension": lambda d: rewrite_vectors(d, lambda v: v[:, :100]),
+    "NaN vectors": lambda d: rewrite_vectors(d, lambda v: np.where(np.arange(v.shape[1]) == 0, np.nan, v)),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_index_raises_index_corrupt_with_a_rebuild_hint(index_copy, bundled_embedder, corruption):
+    CORRUPTIONS[corruption](index_copy)
+    with pytest.raises(IndexCorrupt) as raised:
+        SkillRouter.open(index_copy, embedder=bundled_embedder)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"semantic-skills build --full --index-dir {index_copy}" in message

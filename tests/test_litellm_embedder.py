@@ -1,0 +1,302 @@
+"""The litellm embedder against a fake OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import EXAMPLES, REPO
+from semantic_skills.builder import build_index
+from semantic_skills.cli import main
+from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.errors import EmbedderError
+from semantic_skills.index import load_index, read_manifest
+from semantic_skills.router import SkillRouter
+from semantic_skills.settings import EmbedderSettings, SkillsRoot
+
+KEY_ENV = "FAKE_EMBEDDINGS_KEY"
+MODEL = "openai/fake-embed"
+PDF_QUERY = "convert a scanned PDF to markdown"
+
+
+class FakeEmbeddingServer:
+    """``POST /v1/embeddings`` answering with hashed bag-of-words vectors.
+
+    Texts sharing words get similar vectors. ``failures`` lists HTTP statuses
+    for the next requests; ``ragged`` makes one vector in a batch shorter.
+    Every request's input count and Authorization header are recorded.
+    """
+
+    def __init__(self, dimension: int = 256):
+        self.dimension = dimension
+        self.failures: list[int] = []
+        self.ragged = False
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return [r["inputs"] for r in self.requests]
+
+    def vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            digest = hashlib.sha256(word.encode()).digest()
+            vector[int.from_bytes(digest[:4], "little") % self.dimension] += 1.0 if digest[4] & 1 else -1.0
+        return vector
+
+    def _answer(self, body: dict) -> tuple[int, dict]:
+        with self._lock:
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            self.requests.append({"inputs": len(inputs), "model": body.get("model"), "auth": body.get("_auth")})
+            if self.failures:
+                status = self.failures.pop(0)
+                return status, {"error": {"message": f"fake failure {status}", "type": "server_error", "code": status}}
+            rows = [self.vector(t) for t in inputs]
+            if self.ragged:
+                rows[0] = rows[0][:-1]
+        data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
+        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
+        return 200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body["_auth"] = self.headers.get("Authorization")
+                status, payload = server._answer(body) if self.path.endswith("/embeddings") else (404, {})
+                raw = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture()
+def server(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-fake-test-key")
+    with FakeEmbeddingServer() as fake:
+        yield fake
+
+
+@pytest.fixture()
+def instant_backoff(monkeypatch):
+    """Backoff sleeps (ours and the HTTP client's) return at once."""
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+
+
+def embedder_for(url: str, batch_size: int = 4) -> LiteLLMEmbedder:
+    return LiteLLMEmbedder(MODEL, api_base=url, api_key_env=KEY_ENV, batch_size=batch_size, query_timeout=10.0)
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def build(skills_dir: Path, index_dir: Path, embedder: LiteLLMEmbedder, full: bool = False):
+    return build_index([SkillsRoot(skills_dir)], index_dir, EmbedderSettings(), full=full, embedder=embedder)
+
+
+def write_config(home: Path, url: str, batch_size: int) -> None:
+    (home / "config.yaml").write_text(textwrap.dedent(f"""\
+        plugins:
+          entries:
+            semantic-skills:
+              settings:
+                embedder:
+                  backend: litellm
+                  model: {MODEL}
+                  api_base: {url}
+                  api_key_env: {KEY_ENV}
+                  batch_size: {batch_size}
+                  timeout_ms: 10000
+        """))
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# --------------------------------------------------------------------------- building and routing
+
+
+def test_a_build_through_the_class_batches_requests_and_routes(server, tmp_path):
+    report = build(EXAMPLES / "skills", tmp_path / "index", embedder_for(server.url, batch_size=4))
+
+    assert report.counts()["added"] == 10
+    assert server.batch_sizes == [4, 4, 2]
+    assert {r["auth"] for r in server.requests} == {"Bearer sk-fake-test-key"}
+    assert {r["model"] for r in server.requests} == {"fake-embed"}
+    identity = read_manifest(tmp_path / "index").embedder
+    assert (identity.backend, identity.model, identity.dimension) == ("litellm", MODEL, 256)
+
+    router = SkillRouter.open(tmp_path / "index", embedder=embedder_for(server.url))
+    assert router.route(PDF_QUERY).candidates[0].name == "pdf-to-markdown"
+    assert server.batch_sizes[-1] == 1
+
+
+def test_a_build_and_route_from_the_command_line_use_the_configured_server(server, tmp_path, _isolated_hermes_home):
+    write_config(_isolated_hermes_home, server.url, batch_size=3)
+    index_dir = str(tmp_path / "index")
+
+    built = cli("build", "--skills-dir", str(EXAMPLES / "skills"), "--index-dir", index_dir, "--json")
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout.splitlines()[-1])["added"] == 10
+    assert server.batch_sizes == [3, 3, 3, 1]
+
+    routed = cli("route", "--index-dir", index_dir, "--json", PDF_QUERY)
+    assert routed.exit_code == 0, routed.output
+    assert json.loads(routed.stdout)["candidates"][0]["name"] == "pdf-to-markdown"
+
+    status = cli("status", "--index-dir", index_dir, "--json")
+    assert json.loads(status.stdout)["embedder"]["backend"] == "litellm"
+
+
+def test_a_server_error_is_retried_until_it_succeeds(server, instant_backoff):
+    server.failures = [500] * 6
+    vectors = embedder_for(server.url).embed_documents(["deploy the service", "bake bread"])
+    assert vectors.shape == (2, 256)
+    assert server.failures == [] and len(server.requests) == 7
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+
+
+def test_a_server_that_keeps_failing_gives_a_one_line_error(server, instant_backoff):
+    server.failures = [503] * 100
+    with pytest.raises(EmbedderError) as raised:
+        embedder_for(server.url).embed_documents(["anything"])
+    message = str(raised.value)
+    assert "\n" not in message and server.url in message
+    assert 1 < len(server.requests) < 100
+
+
+def test_an_authentication_error_is_not_retried(server, instant_backoff):
+    server.failures = [401]
+    with pytest.raises(EmbedderError, match="refused the request") as raised:
+        embedder_for(server.url).embed_documents(["anything"])
+    assert "\n" not in str(raised.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("call", ["embed_documents", "embed_query"])
+def test_a_refused_connection_gives_a_one_line_error(instant_backoff, monkeypatch, call):
+    monkeypatch.setenv(KEY_ENV, "sk-fake-test-key")
+    url = closed_port_url()
+    embedder = embedder_for(url)
+    with pytest.raises(EmbedderError) as raised:
+        getattr(embedder, call)(["anything"] if call == "embed_documents" else "anything")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"cannot get embeddings from {MODEL} at {url}" in message
+
+
+def test_a_refused_connection_from_the_command_line_is_one_line_on_stderr(instant_backoff, tmp_path, _isolated_hermes_home, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, "sk-fake-test-key")
+    write_config(_isolated_hermes_home, closed_port_url(), batch_size=8)
+    result = CliRunner().invoke(main, ["build", "--skills-dir", str(EXAMPLES / "skills"), "--index-dir", str(tmp_path / "i")])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("semantic-skills: error: cannot get embeddings")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_missing_api_key_variable_is_named(server, monkeypatch):
+    monkeypatch.delenv(KEY_ENV)
+    with pytest.raises(EmbedderError, match=f"{KEY_ENV} .*is not set"):
+        embedder_for(server.url).embed_query("anything")
+    assert server.requests == []
+
+
+# --------------------------------------------------------------------------- dimensions
+
+
+def test_vectors_changing_dimension_between_batches_are_reported(server):
+    embedder = embedder_for(server.url, batch_size=2)
+    embedder.embed_documents(["one", "two"])
+    server.dimension = 128
+    with pytest.raises(EmbedderError, match="returned 128-d vectors, expected 256-d"):
+        embedder.embed_documents(["three"])
+
+
+def test_vectors_of_different_lengths_in_one_answer_are_reported(server):
+    server.ragged = True
+    with pytest.raises(EmbedderError, match="vectors of different lengths"):
+        embedder_for(server.url).embed_documents(["one", "two"])
+
+
+def test_a_model_that_changed_dimension_is_re_embedded_in_full(server, examples_copy, tmp_path):
+    index_dir = tmp_path / "index"
+    build(examples_copy, index_dir, embedder_for(server.url))
+    server.dimension = 128
+    edited = examples_copy / "git" / "commit-messages" / "SKILL.md"
+    edited.write_text(edited.read_text() + "\nMention the ticket.\n")
+
+    report = build(examples_copy, index_dir, embedder_for(server.url))
+
+    assert report.counts()["updated"] == 10 and report.counts()["unchanged"] == 0
+    assert any("128-d" in w for _, w in report.warnings)
+    build(examples_copy, tmp_path / "fresh", embedder_for(server.url), full=True)
+    (manifest, rebuilt), (_, fresh) = load_index(index_dir), load_index(tmp_path / "fresh")
+    assert manifest.embedder.dimension == 128
+    np.testing.assert_allclose(rebuilt, fresh, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- no network on import
+
+
+def test_loading_litellm_through_the_embedder_reaches_no_network():
+    """litellm fetches its model price list from GitHub on import unless told not to."""
+    script = textwrap.dedent("""\
+        import json, os, socket
+        attempts = []
+        def refuse(*args, **kwargs):
+            attempts.append(repr(args[:2]))
+            raise OSError("network access attempted")
+        socket.getaddrinfo = refuse
+        socket.create_connection = refuse
+        socket.socket.connect = lambda self, address: refuse(address)
+        from semantic_skills.embedders import LiteLLMEmbedder
+        LiteLLMEmbedder("openai/text-embedding-3-small").load()
+        print(json.dumps({"flag": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"), "attempts": attempts}))
+        """)
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"flag": "True", "attempts": []}

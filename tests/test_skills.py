@@ -1,0 +1,326 @@
+"""Skill discovery and SKILL.md parsing, including the imperfect files real libraries contain."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from conftest import shared_path, write_skill
+from semantic_skills.settings import SkillsRoot, disabled_skill_names, hermes_skills_roots
+from semantic_skills.skills import SkillFileError, discover_skills, parse_skill
+
+
+def discover(*roots: Path, external_from: int = 1):
+    """Discover skills under ``roots``; roots from index ``external_from`` on are external."""
+    return discover_skills([SkillsRoot(r, external=i >= external_from) for i, r in enumerate(roots)])
+
+
+def parse(raw: bytes, tmp_path: Path, folder: str = "cat/my-skill"):
+    path = tmp_path / folder / "SKILL.md"
+    return parse_skill(raw, path, tmp_path)
+
+
+# --------------------------------------------------------------------------- real files
+
+
+def test_every_real_skill_file_in_the_corpora_parses():
+    corpora = shared_path("data", "corpora")
+    files = sorted(corpora.rglob("SKILL.md"))
+    assert len(files) > 500, "the shared corpora should hold hundreds of SKILL.md files"
+    for path in files:
+        skill = parse_skill(path.read_bytes(), path, corpora)
+        assert skill.name.strip(), path
+        assert skill.description.strip(), path
+
+
+def test_discovery_over_the_real_corpora_skips_nothing_and_names_every_skill():
+    corpora = shared_path("data", "corpora")
+    found = discover(corpora)
+    assert found.skipped == []
+    assert len(found.skills) > 500
+    assert all(s.name.strip() for s in found.skills)
+    names = [s.name for s in found.skills]
+    assert len(names) == len(set(names)), "discovery must keep one skill per name"
+    assert {d.name for d in found.duplicates} <= set(names)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+IMPERFECT_FILES = {
+    "block scalar folded": (
+        b"---\nname: folded\ndescription: >-\n  first half\n  second half\n---\nbody\n",
+        "folded", "first half second half",
+    ),
+    "block scalar literal": (
+        b"---\nname: literal\ndescription: |\n  line one\n  line two\n---\nbody\n",
+        "literal", "line one line two",
+    ),
+    "quoted values": (
+        b"---\nname: 'quoted: name'\ndescription: \"say \\\"hi\\\" twice\"\n---\nbody\n",
+        "quoted: name", 'say "hi" twice',
+    ),
+    "fence inside a quoted value": (
+        b"---\nname: dashes\ndescription: \"use --- as a separator\"\n---\nbody\n",
+        "dashes", "use --- as a separator",
+    ),
+    "fence inside an indented block scalar": (
+        b"---\nname: block-dashes\ndescription: |\n  before\n  ---\n  after\n---\nbody\n",
+        "block-dashes", "before --- after",
+    ),
+    "BOM and CRLF": (
+        b"\xef\xbb\xbf---\r\nname: windows\r\ndescription: saved by notepad\r\n---\r\nBody\r\n",
+        "windows", "saved by notepad",
+    ),
+    "front matter only": (
+        b"---\nname: only-front\ndescription: nothing after the fence\n---",
+        "only-front", "nothing after the fence",
+    ),
+    "numbers as values": (
+        b"---\nname: 2048\ndescription: 4.5\n---\n",
+        "2048", "4.5",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IMPERFECT_FILES))
+def test_imperfect_but_valid_front_matter_parses_cleanly(case, tmp_path):
+    raw, name, description = IMPERFECT_FILES[case]
+    skill = parse(raw, tmp_path)
+    assert (skill.name, skill.description) == (name, description)
+    assert skill.warnings == ()
+    assert "---" not in skill.body.split("\n")[0]
+
+
+def test_no_front_matter_uses_folder_name_and_first_paragraph(tmp_path):
+    raw = b"# Deploying\n\n```sh\nmake deploy\n```\n\nShip the service\nto production.\n\nMore detail.\n"
+    skill = parse(raw, tmp_path, "ops/deploy-service")
+    assert skill.name == "deploy-service"
+    assert skill.description == "Ship the service to production."
+    assert any("no front matter" in w for w in skill.warnings)
+
+
+def test_invalid_yaml_is_kept_with_a_warning(tmp_path):
+    raw = b"---\nname: broken\ndescription: fix: this [unclosed\ntags: [a\n---\nBody.\n"
+    skill = parse(raw, tmp_path)
+    assert skill.name == "broken"
+    assert "this [unclosed" in skill.description
+    assert any("invalid YAML" in w for w in skill.warnings)
+
+
+def test_non_utf8_bytes_are_replaced_with_a_warning(tmp_path):
+    raw = b"---\nname: latin\ndescription: caf\xe9 cr\xe8me\n---\nbody\n"
+    skill = parse(raw, tmp_path)
+    assert skill.name == "latin"
+    assert skill.description == "caf\ufffd cr\ufffdme"
+    assert any("UTF-8" in w for w in skill.warnings)
+    assert skill.content_hash == hashlib.sha256(raw).hexdigest()
+
+
+def test_unclosed_front_matter_is_kept_with_a_warning(tmp_path):
+    skill = parse(b"---\nname: never-closed\ndescription: oops\n\nBody text.\n", tmp_path, "x/unclosed")
+    assert skill.name == "unclosed"
+    assert any("no closing" in w for w in skill.warnings)
+
+
+def test_front_matter_that_is_not_a_mapping_is_ignored_with_a_warning(tmp_path):
+    skill = parse(b"---\n- a\n- b\n---\nThe body paragraph.\n", tmp_path, "x/listy")
+    assert (skill.name, skill.description) == ("listy", "The body paragraph.")
+    assert any("not a mapping" in w for w in skill.warnings)
+
+
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (b"", "empty file"),
+        (b" \n\r\n\t\n", "empty file"),
+        (b"\xef\xbb\xbf\n", "empty file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary file"),
+    ],
+)
+def test_empty_and_binary_files_are_skipped_with_a_reason(raw, reason, tmp_path):
+    with pytest.raises(SkillFileError, match=reason):
+        parse(raw, tmp_path)
+    write_skill(tmp_path / "root", "bad", raw)
+    write_skill(tmp_path / "root", "good", "---\nname: good\ndescription: fine\n---\n")
+    found = discover(tmp_path / "root")
+    assert [s.name for s in found.skills] == ["good"]
+    assert [(Path(s.path).parent.name, reason in s.reason) for s in found.skipped] == [("bad", True)]
+
+
+def test_metadata_is_recorded(tmp_path):
+    raw = (
+        b"---\nname: rollout\ndescription: Roll out a deployment\nplatforms: [macos, linux]\n"
+        b"tags: [k8s, deploy]\nmetadata:\n  hermes:\n    tags: [ops, k8s]\n---\nBody.\n"
+    )
+    path = write_skill(tmp_path, "devops/kubernetes/rollout", raw)
+    (skill,) = discover(tmp_path).skills
+    assert skill.platforms == ("macos", "linux")
+    assert skill.tags == ("k8s", "deploy", "ops")
+    assert skill.category == "devops/kubernetes"
+    assert skill.folder == "rollout"
+    assert skill.path == str(path)
+    assert skill.content_hash == hashlib.sha256(raw).hexdigest()
+    assert skill.body == "Body.\n"
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def test_discovery_skips_hidden_dependency_venv_and_support_folders(tmp_path):
+    skill = "---\nname: {0}\ndescription: the {0} skill\n---\n"
+    for rel in (
+        ".hub/quarantine/evil",
+        ".hidden/secret",
+        ".git/hooks-skill",
+        "node_modules/some-pkg",
+        "venv/lib/python3.11/site-packages/pkg",
+        ".venv/pkg",
+        "project-env/lib/python3.11/site-packages/pkg",
+        "good/references/old-copy",
+        "good/templates/template-skill",
+        "good/assets/sample-skill",
+        "good/scripts/helper",
+    ):
+        write_skill(tmp_path, rel, skill.format(Path(rel).name))
+    (tmp_path / "project-env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    write_skill(tmp_path, "good", skill.format("good"))
+    write_skill(tmp_path, "scripts/deploy", skill.format("deploy"))
+    write_skill(tmp_path, "devops/env", skill.format("env"))
+
+    found = discover(tmp_path)
+    assert sorted(s.name for s in found.skills) == ["deploy", "env", "good"]
+
+
+def test_symlink_loops_terminate_and_each_skill_is_found_once(tmp_path):
+    write_skill(tmp_path, "a/first", "---\nname: first\n---\n")
+    write_skill(tmp_path, "b/second", "---\nname: second\n---\n")
+    (tmp_path / "a" / "first" / "to-root").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "b" / "to-a").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "self").symlink_to(tmp_path / "self")
+    looping_file = tmp_path / "c" / "SKILL.md"
+    looping_file.parent.mkdir()
+    looping_file.symlink_to(looping_file)
+
+    found = discover(tmp_path)
+    assert sorted(s.name for s in found.skills) == ["first", "second"]
+    assert found.duplicates == []
+    assert [s.path for s in found.skipped] == [str(looping_file)]
+
+
+def test_symlinks_leading_outside_the_root_are_skipped_with_a_reason(tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write_skill(root, "inside", "---\nname: inside\n---\n")
+    write_skill(outside, "elsewhere", "---\nname: elsewhere\n---\n")
+    (root / "linked-dir").symlink_to(outside / "elsewhere", target_is_directory=True)
+    (root / "linked-file").mkdir()
+    (root / "linked-file" / "SKILL.md").symlink_to(outside / "elsewhere" / "SKILL.md")
+
+    found = discover(root)
+    assert [s.name for s in found.skills] == ["inside"]
+    reasons = {Path(s.path).relative_to(root).parts[0]: s.reason for s in found.skipped}
+    assert set(reasons) == {"linked-dir", "linked-file"}
+    assert all("outside the skills root" in r for r in reasons.values())
+    assert "external_dirs" in reasons["linked-dir"]
+
+
+def test_symlinked_folder_inside_the_root_is_followed(tmp_path):
+    write_skill(tmp_path / "store", "tool", "---\nname: tool\n---\n")
+    (tmp_path / "alias").symlink_to(tmp_path / "store", target_is_directory=True)
+    found = discover(tmp_path)
+    assert [s.name for s in found.skills] == ["tool"]
+    assert found.skipped == []
+
+
+def test_earlier_root_wins_name_clashes_and_duplicates_are_reported(tmp_path):
+    local, external = tmp_path / "local", tmp_path / "external"
+    kept = write_skill(local, "mine/shared-name", "---\nname: shared-name\ndescription: local\n---\n")
+    dropped = write_skill(external, "theirs/shared-name", "---\nname: shared-name\ndescription: ext\n---\n")
+    write_skill(external, "only-external", "---\nname: only-external\n---\n")
+
+    found = discover(local, external)
+    by_name = {s.name: s for s in found.skills}
+    assert by_name["shared-name"].description == "local"
+    assert by_name["shared-name"].external is False
+    assert by_name["only-external"].external is True
+    assert [(d.name, d.kept, d.dropped) for d in found.duplicates] == [("shared-name", str(kept), str(dropped))]
+
+
+# --------------------------------------------------------------------------- config.yaml
+
+
+def test_external_dirs_from_config_become_roots_after_the_local_one(_isolated_hermes_home, tmp_path):
+    home = _isolated_hermes_home
+    absolute = tmp_path / "abs-skills"
+    (home / "config.yaml").write_text(
+        f"skills:\n  external_dirs:\n    - {absolute}\n    - team/skills\n    - {absolute}\n    - ''\n"
+    )
+    write_skill(home / "skills", "local-one", "---\nname: shared\ndescription: local\n---\n")
+    write_skill(absolute, "abs-one", "---\nname: from-absolute\n---\n")
+    write_skill(home / "team" / "skills", "rel-one", "---\nname: shared\ndescription: team\n---\n")
+    write_skill(home / "team" / "skills", "rel-two", "---\nname: from-relative\n---\n")
+
+    roots = hermes_skills_roots()
+    assert [(r.path, r.external) for r in roots] == [
+        ((home / "skills").resolve(), False),
+        (absolute.resolve(), True),
+        ((home / "team" / "skills").resolve(), True),
+    ]
+    found = discover_skills(roots)
+    assert {s.name: s.description for s in found.skills}["shared"] == "local"
+    assert sorted(s.name for s in found.skills) == ["from-absolute", "from-relative", "shared"]
+    assert [d.name for d in found.duplicates] == ["shared"]
+
+
+def test_external_dirs_may_be_a_single_string(_isolated_hermes_home, tmp_path):
+    (_isolated_hermes_home / "config.yaml").write_text(f"skills:\n  external_dirs: {tmp_path}\n")
+    assert [r.path for r in hermes_skills_roots()][1:] == [tmp_path.resolve()]
+
+
+def test_disabled_skill_names_read_global_and_per_platform_lists(_isolated_hermes_home):
+    (_isolated_hermes_home / "config.yaml").write_text(
+        "skills:\n  disabled: [alpha, ' beta ']\n  platform_disabled:\n"
+        "    telegram: [gamma]\n    discord: delta\n"
+    )
+    assert disabled_skill_names() == {"alpha", "beta"}
+    assert disabled_skill_names("telegram") == {"alpha", "beta", "gamma"}
+    assert disabled_skill_names("discord") == {"alpha", "beta", "delta"}
+    assert disabled_skill_names("cli") == {"alpha", "beta"}
+
+
+def test_missing_or_invalid_config_disables_nothing(_isolated_hermes_home):
+    assert disabled_skill_names("telegram") == frozenset()
+    (_isolated_hermes_home / "config.yaml").write_text("skills: [not, a, mapping\n")
+    assert disabled_skill_names("telegram") == frozenset()
+    assert [r.external for r in hermes_skills_roots()] == [False]
+
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=400) | st.text(max_size=400).map(lambda t: ("---\n" + t).encode()))
+def test_any_bytes_either_parse_or_are_skipped_with_a_reason(tmp_path, raw):
+    try:
+        skill = parse(raw, tmp_path)
+    except SkillFileError as exc:
+        assert str(exc)
+    else:
+        assert skill.name.strip()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(min_size=1, max_size=60), description=st.text(max_size=200))
+def test_front_matter_written_by_a_yaml_library_reads_back(tmp_path, name, description):
+    assume(name.split() and "\x00" not in name + description)
+    front = yaml.safe_dump({"name": name, "description": description}, allow_unicode=True)
+    skill = parse(f"---\n{front}---\nBody.\n".encode(), tmp_path)
+    assert skill.name == " ".join(name.split())
+    assert skill.description == (" ".join(description.split()) or "Body.")
+    assert skill.body == "Body.\n"
