@@ -155,7 +155,7 @@ def build_index(
 
         unchanged_order = old is not None and [r.path for r in old.skills] == [s.path for s in found.skills]
         if reusable and not to_embed and not report.removed and unchanged_order and same_roots:
-            remove_stale_files(index_dir, keep=old.vectors_file)  # what a crashed build left
+            remove_stale_files(index_dir, keep={old.vectors_file})  # what a crashed build left
             report.seconds = time.perf_counter() - started
             return report
 

@@ -305,6 +305,7 @@ def status(index_dir, as_json):
 def demo(show_chars):
     """Build an index over examples/skills and route the sample messages (offline, no API key)."""
     from .builder import build_index
+    from .embedders import SentenceTransformerEmbedder
     from .injection import inject
     from .router import SkillRouter
 
@@ -313,10 +314,11 @@ def demo(show_chars):
     if not skills_dir.is_dir() or not messages_file.is_file():
         raise click.ClickException(f"the examples are missing from {EXAMPLES_DIR}; run the demo from a source checkout")
     messages = [m.strip() for m in messages_file.read_text(encoding="utf-8").splitlines() if m.strip() and not m.startswith("#")]
+    embedder = SentenceTransformerEmbedder()
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
-        report = build_index([SkillsRoot(skills_dir)], Path(tmp), EmbedderSettings())
+        report = build_index([SkillsRoot(skills_dir)], Path(tmp), EmbedderSettings(), embedder=embedder)
         click.echo(f"Built an index of {report.skills} example skills with {report.embedder} in {report.seconds:.1f} s\n")
-        router = SkillRouter.open(tmp)
+        router = SkillRouter.open(tmp, embedder=embedder)
         for message in messages:
             decision = router.route(message)
             click.echo(f"> {message}")

@@ -30,7 +30,6 @@ FORMAT = "semantic-skills-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 LOCK = ".lock"
-KEEP_PREVIOUS_VECTORS = 1
 
 
 @dataclass(frozen=True)
@@ -247,6 +246,7 @@ def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> Non
     final_vectors = index_dir / manifest.vectors_file
     tmp_vectors = index_dir / f".{manifest.vectors_file}.tmp"
     tmp_manifest = index_dir / f".{MANIFEST}.{generation}.tmp"
+    previous = read_manifest_file_name(index_dir)
     try:
         flat = faiss.IndexFlatIP(int(vectors.shape[1]))
         if len(vectors):
@@ -268,7 +268,10 @@ def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> Non
         if read_manifest_file_name(index_dir) != manifest.vectors_file:
             final_vectors.unlink(missing_ok=True)
         raise
-    remove_stale_files(index_dir, keep=manifest.vectors_file)
+    # The previous generation stays so a reader that read the old manifest an
+    # instant ago can still open its vectors; anything older (or orphaned by a
+    # killed build) goes.
+    remove_stale_files(index_dir, keep={manifest.vectors_file, previous})
 
 
 def read_manifest_file_name(index_dir: Path) -> str | None:
@@ -279,20 +282,11 @@ def read_manifest_file_name(index_dir: Path) -> str | None:
         return None
 
 
-def remove_stale_files(index_dir: Path, keep: str) -> None:
-    """Delete leftover temp files and all but the newest older vectors files.
-
-    One previous generation is kept so a reader that read the old manifest an
-    instant ago can still open its vectors.
-    """
-    index_dir = Path(index_dir)
-    older = []
-    for entry in index_dir.iterdir():
+def remove_stale_files(index_dir: Path, keep: set[str]) -> None:
+    """Delete leftover temp files and every vectors file not named in ``keep``."""
+    for entry in Path(index_dir).iterdir():
         name = entry.name
         if name.startswith(".") and name.endswith(".tmp"):
             entry.unlink(missing_ok=True)
-        elif name.startswith("vectors-") and name.endswith(".faiss") and name != keep:
-            older.append(entry)
-    older.sort(key=lambda p: p.name, reverse=True)
-    for stale in older[KEEP_PREVIOUS_VECTORS:]:
-        stale.unlink(missing_ok=True)
+        elif name.startswith("vectors-") and name.endswith(".faiss") and name not in keep:
+            entry.unlink(missing_ok=True)

@@ -26,22 +26,22 @@ def hermes_home() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".hermes"
 
 
-_config_cache: dict[str, tuple[tuple[int, int], dict]] = {}
+_config_cache: dict[str, tuple[tuple[int, int, int, int], dict]] = {}
 _config_lock = threading.Lock()
 
 
 def load_hermes_config(home: Path | None = None) -> dict:
     """Parse ``config.yaml`` under the Hermes home; ``{}`` when absent or invalid.
 
-    Cached on the file's mtime and size, so callers on a hot path pay a
-    ``stat`` per call, not a YAML parse.
+    Cached on the file's inode, mtime, ctime and size, so callers on a hot
+    path pay a ``stat`` per call, not a YAML parse.
     """
     path = (home or hermes_home()) / "config.yaml"
     try:
         st = path.stat()
     except OSError:
         return {}
-    stamp = (st.st_mtime_ns, st.st_size)
+    stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
     key = str(path)
     with _config_lock:
         cached = _config_cache.get(key)
@@ -154,7 +154,7 @@ class Settings:
         if not isinstance(raw, dict):
             raise ConfigError(f"plugin settings must be a mapping, got {type(raw).__name__}")
         values = {f.name: raw[f.name] for f in fields(cls) if f.name in raw and f.name != "embedder"}
-        embedder_raw = raw.get("embedder", {})
+        embedder_raw = raw.get("embedder") or {}
         if isinstance(embedder_raw, str):
             embedder_raw = {"backend": embedder_raw}
         if not isinstance(embedder_raw, dict):
