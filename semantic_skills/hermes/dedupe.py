@@ -71,6 +71,13 @@ class InjectedSkills:
             entry = self._live_entry(session)
             return frozenset(entry[1]) if entry else frozenset()
 
+    def forget(self, session: str) -> None:
+        """Drop everything recorded for ``session``."""
+        with self._lock:
+            dropped = self._sessions.pop(session, None)
+        if dropped is not None:
+            self._changed()
+
     def forget_session_ids(self, session_ids: set[str]) -> int:
         """Drop every session whose id is in ``session_ids``; returns how many were dropped."""
         wanted = {s for s in session_ids if s}

@@ -20,7 +20,7 @@ import sys
 
 from ..gates import is_small_talk
 from ..injection import OPEN_TAG, is_injected
-from ..service import INDEX_MISSING, TIMEOUT, Reply, result_within
+from ..service import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, result_within
 from ..settings import disabled_skill_names
 from .dedupe import agent_session, gateway_session
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
@@ -49,9 +49,10 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
         return None
     if not rt.client.ready:
         rt.client.start()
-        rt.log_once(logging.INFO, f"the routing worker is not ready yet ({rt.client.detail or rt.client.state}); "
-                                  "messages pass through and get their skill just before the model call")
-        turn.outcome = DEFERRED
+        if rt.client.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
+            rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
+                                      "through and get their skill just before the model call")
+            turn.outcome = DEFERRED
         rt.turns.record(turn)
         return None
     decision = rt.client.route_async(text, platform, disabled_skill_names(platform, rt.home),
@@ -94,10 +95,11 @@ def on_session_reset(rt: PluginRuntime, session_id=None, old_session_id=None, ne
 
 
 def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_id, user_message: str):
-    session = gateway_session(turns[0].session_key, session_id)
     for turn in turns:
         if turn.skill:  # file it under the session the agent really runs (new or auto-reset sessions)
-            rt.injected.claim(session, turn.skill)
+            rt.injected.claim(gateway_session(turn.session_key, session_id), turn.skill)
+        if turn.session_id is None:  # the chat's first session now has an id: drop the stand-in key
+            rt.injected.forget(gateway_session(turn.session_key, None))
     injected = [turn for turn in turns if turn.outcome == INJECTED]
     if injected:
         if INJECTION_MARK in user_message:
@@ -113,7 +115,7 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
             reply = _route_again(rt, turn)
         else:
             continue
-        context = _context(rt, reply, session)
+        context = _context(rt, reply, gateway_session(turn.session_key, session_id))
         if context:
             return context
     return None
@@ -134,8 +136,8 @@ def _context(rt: PluginRuntime, reply: Reply, session: str) -> dict | None:
 
 def _skill_and_block(rt: PluginRuntime, reply: Reply) -> tuple[str | None, str | None]:
     if not reply.ok:
-        level = logging.WARNING if reply.status == INDEX_MISSING else logging.INFO
-        rt.log_once(level, f"no skill routing ({reply.status}): {reply.error}")
+        if reply.error != rt.client.detail:  # the worker's own state is logged by the client
+            rt.log_once(logging.WARNING, f"routing failed ({reply.status}): {reply.error}")
         return None, None
     skill, block = reply.data.get("skill"), reply.data.get("block")
     if isinstance(skill, str) and isinstance(block, str) and skill and block:

@@ -105,6 +105,22 @@ def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
 # --------------------------------------------------------------------------- gateway
 
 
+def worker_processes(index_dir: Path) -> dict[int, int]:
+    """Routing workers serving ``index_dir``: pid -> parent pid."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            status = (proc / "status").read_text()
+        except OSError:
+            continue
+        if b"semantic_skills.service" in command and str(index_dir).encode() in command:
+            found[int(proc.name)] = int(status.split("PPid:")[1].split()[0])
+    return found
+
+
 _user_numbers = itertools.count(1000)
 
 
@@ -163,7 +179,7 @@ class Gateway:
 
     def new_user(self) -> str:
         """A sender no earlier test used, so each test starts with fresh sessions."""
-        return f"1555{next(_user_numbers)}@s.whatsapp.net"
+        return f"1555{os.getpid()}{next(_user_numbers)}@s.whatsapp.net"
 
     def event(self, text: str, user: str, **fields):
         from gateway.platforms.base import MessageEvent

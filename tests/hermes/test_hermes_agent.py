@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fake_llm import FakeChatServer
-from hermes_testkit import build_index, run_hermes, wait_until
+from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
 
@@ -126,22 +126,6 @@ def test_late_gateway_decision_reaches_a_real_agent_exactly_once(llm, gateway, r
     content = last_user_content(llm.chat_requests()[start])
     assert content.startswith(DOCKER + "\n\n<skill-context name=\"docker-compose-debug\"")
     assert content.count("<skill-context") == 1
-
-
-def worker_processes(index_dir: Path) -> dict[int, int]:
-    """Routing workers serving ``index_dir``: pid -> parent pid."""
-    found = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            command = (proc / "cmdline").read_bytes().split(b"\0")
-            status = (proc / "status").read_text()
-        except OSError:
-            continue
-        if b"semantic_skills.service" in command and str(index_dir).encode() in command:
-            found[int(proc.name)] = int(status.split("PPid:")[1].split()[0])
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the worker processes")
