@@ -35,6 +35,14 @@ def test_plugin_manager_loads_both_hooks_and_the_tool(plugin_manager):
     assert PLUGIN in plugin_manager._cli_commands
 
 
+def test_hermes_semantic_skills_command_runs_the_plugin_cli(hermes_home):
+    done = run_hermes(hermes_home.path, "semantic-skills", "status", "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status["index_dir"] == str(hermes_home.index_dir) and status["skills"] >= 10
+
+
 def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkout):
     home = tmp_path / "home"
     source = tmp_path / "source"

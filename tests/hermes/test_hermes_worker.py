@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hermes_testkit import REPO, Gateway, wait_until, worker_processes, write_settings
+from hermes_testkit import EXAMPLES, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
 
 from semantic_skills.hermes import hooks, tool
 from semantic_skills.hermes.runtime import PluginRuntime
@@ -27,34 +27,42 @@ def semantic_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "semantic_skills" and r.levelno >= logging.WARNING]
 
 
-def test_missing_index_passes_messages_through_and_logs_once(tmp_path, monkeypatch, caplog):
+def test_missing_index_passes_messages_through_logs_once_and_is_served_once_built(tmp_path, monkeypatch,
+                                                                                   caplog):
     home = tmp_path / "home"
     home.mkdir()
-    write_settings(home, index_dir=str(tmp_path / "no-index-yet"))
+    index_dir = tmp_path / "index-built-later"
+    write_settings(home, index_dir=str(index_dir))
     monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
     gateway = Gateway(tmp_path / "sessions")
     rt = PluginRuntime(home)
+
+    def one_message(number: int):
+        event = gateway.event(f"{DOCKER} ({number})", gateway.new_user())
+        return (hooks.pre_gateway_dispatch(rt, event=event, gateway=gateway.runner,
+                                           session_store=gateway.runner.session_store),
+                hooks.pre_llm_call(rt, session_id=f"cli-{number}", user_message=f"{DOCKER} ({number})",
+                                   platform="cli", sender_id=""))
+
     try:
         with caplog.at_level(logging.INFO, logger="semantic_skills"):
             rt.start()
             assert wait_until(lambda: rt.client.state == WAITING_FOR_INDEX, timeout=60)
-
-            def one_message(number: int):
-                event = gateway.event(f"{DOCKER} ({number})", gateway.new_user())
-                return (hooks.pre_gateway_dispatch(rt, event=event, gateway=gateway.runner,
-                                                   session_store=gateway.runner.session_store),
-                        hooks.pre_llm_call(rt, session_id=f"cli-{number}", user_message=f"{DOCKER} ({number})",
-                                           platform="cli", sender_id=""))
-
             assert [one_message(n) for n in range(3)] == [(None, None)] * 3
             warnings_after_three = semantic_warnings(caplog)
             assert [one_message(n) for n in range(3, 10)] == [(None, None)] * 7
             found = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
+
+            build_index(home, "--skills-dir", str(EXAMPLES), "--index-dir", str(index_dir))
+            assert rt.client.wait_ready(240), rt.client.detail
+            later = hooks.pre_llm_call(rt, session_id="cli-after-build", user_message=DOCKER, platform="cli",
+                                       sender_id="")
     finally:
         rt.close()
 
     assert warnings_after_three and semantic_warnings(caplog) == warnings_after_three
     assert found["status"] == "index_missing" and "hermes semantic-skills build" in found["error"]
+    assert later["context"].startswith('<skill-context name="docker-compose-debug"')
 
 
 def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes_home, caplog):
