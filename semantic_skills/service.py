@@ -91,7 +91,7 @@ class OnceLogger:
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:400]
+    return text.splitlines()[0][:1000]
 
 
 class RoutingService:
@@ -117,9 +117,8 @@ class RoutingService:
         self._emit({"event": "log", "level": level, "message": message})
 
     def run_loader(self) -> None:
-        """Open the index when it appears, then swap in rebuilds; never returns."""
+        """Open the index when it appears, then swap in rebuilds; returns only on a broken install."""
         try:
-            from .errors import SemanticSkillsError
             from .index import manifest_stamp
             from .settings import load_settings
         except Exception as exc:  # pragma: no cover - a broken install
@@ -138,9 +137,6 @@ class RoutingService:
                     try:
                         self._open(load_settings())
                         failed_stamp = None
-                    except SemanticSkillsError as exc:
-                        failed_stamp = stamp
-                        self._set_state(FAILED, str(exc))
                     except ImportError as exc:
                         self._set_state(
                             FAILED,
@@ -148,15 +144,18 @@ class RoutingService:
                             f"Python with: {sys.executable} -m pip install -e <plugin folder>",
                         )
                         return
+                    except Exception as exc:  # noqa: BLE001 - report it and wait for a rebuild
+                        failed_stamp = stamp
+                        self._set_state(FAILED, _first_line(exc))
             elif stamp != failed_stamp:
                 try:
                     if self._router.reload_if_changed(min_interval=0.0):
                         skills = len(self._router.manifest.skills)
                         self._log("info", f"reloaded the rebuilt index in {self.index_dir} ({skills} skills)")
                         self._set_state(READY, "", skills=skills, backend=self._router.embedder.identity.backend)
-                except SemanticSkillsError as exc:
+                except Exception as exc:  # noqa: BLE001 - keep serving the index we have
                     failed_stamp = stamp
-                    self._log("warning", f"kept the previous index: {exc}")
+                    self._log("warning", f"kept the previous index: {_first_line(exc)}")
             time.sleep(RELOAD_INTERVAL_SECONDS)
 
     def _open(self, settings) -> None:
@@ -390,11 +389,11 @@ class RouterClient:
             failures += 1
             tail = " | ".join(self._stderr_tail) if process is not None else ""
             self._log_once(logging.WARNING, f"the routing worker {reason}{': ' + tail if tail else ''}; "
-                                            f"restarting it (first retry in {delay} s)")
+                                            f"restarting it in {delay} s")
             self._stop.wait(delay)
 
     def _launch(self) -> subprocess.Popen | None:
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=3)
+        self._stderr_tail = collections.deque(maxlen=3)
         command = [self._python, "-m", "semantic_skills.service", "--index-dir", str(self.index_dir)]
         try:
             process = subprocess.Popen(
@@ -406,6 +405,8 @@ class RouterClient:
             return None
         with self._lock:
             self._process = process
+        if self._stop.is_set():  # closed while starting: let it exit at once
+            process.stdin.close()
         return process
 
     def _on_worker_gone(self) -> None:
