@@ -36,7 +36,7 @@ def skill_block(name: str, score: float, skill_markdown: str, max_chars: int = D
     body = cap_body(name, strip_front_matter(skill_markdown), max_chars)
     return (
         f'{OPEN_TAG} name="{html.escape(name, quote=True)}" score="{score:.2f}">\n'
-        "This skill was pre-loaded because it matches the user's message below. "
+        "This skill was pre-loaded because it matches the user's message. "
         "If it does not fit, call search_skills to find a better one.\n\n"
         f"{body}\n"
         f"{CLOSE_TAG}\n\n"

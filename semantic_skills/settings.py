@@ -146,7 +146,8 @@ class Settings:
     prompt_mode: str = "compact"
     dedupe_max_sessions: int = 2000
     dedupe_ttl_seconds: int = 86400
-    route_timeout_ms: int = 200
+    route_timeout_ms: int = 0  # 0: 40 ms for local embedders, 200 ms for litellm
+    warmup_wait_seconds: float = 15.0
 
     @classmethod
     def from_mapping(cls, raw: dict) -> "Settings":
@@ -170,7 +171,21 @@ class Settings:
             )
         if settings.threshold is not None and not 0.30 <= settings.threshold <= 1.0:
             raise ConfigError(f"threshold must be between 0.30 and 1.0, got {settings.threshold}")
+        for name, low, high in _RANGES:
+            value = getattr(settings, name)
+            if not low <= value <= high:
+                raise ConfigError(f"{name} must be between {low} and {high}, got {value}")
         return settings
+
+
+_RANGES = (
+    ("max_skill_chars", 500, 200_000),
+    ("max_tool_chars", 500, 200_000),
+    ("dedupe_max_sessions", 1, 1_000_000),
+    ("dedupe_ttl_seconds", 60, 365 * 86400),
+    ("route_timeout_ms", 0, 10_000),
+    ("warmup_wait_seconds", 0, 600),
+)
 
 
 def _coerce(obj):

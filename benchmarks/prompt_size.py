@@ -1,0 +1,94 @@
+"""Measure Hermes' system prompt with the skills of a folder installed: ``full`` against ``compact``.
+
+    python benchmarks/prompt_size.py [--skills-dir ../shared/data/corpora]
+
+The skills are not copied: a temporary Hermes home lists the folder in
+``skills.external_dirs``, and the plugin is linked into its ``plugins/``.
+For each ``prompt_mode`` it prints, as one JSON line, the size of the skills
+section (``run_agent.build_skills_system_prompt``) and of the whole system
+prompt an ``AIAgent`` builds, in characters and tokens. Tokens are counted
+with the o200k_base tokenizer when the ``bpe-openai`` package is importable,
+else estimated as Hermes does (characters / 4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def token_counter():
+    try:
+        import bpe_openai
+
+        encoding = bpe_openai.get_encoding("o200k_base")
+        return "o200k_base (bpe-openai)", lambda text: len(encoding.encode(text))
+    except ImportError:
+        from agent.model_metadata import estimate_tokens_rough
+
+        return "Hermes estimate (characters / 4)", estimate_tokens_rough
+
+
+def measure(skills_dir: Path) -> list[dict]:
+    home = Path(tempfile.mkdtemp(prefix="prompt-size-home-"))
+    (home / "plugins").mkdir()
+    (home / "plugins" / "semantic-skills").symlink_to(REPO, target_is_directory=True)
+    os.environ["HERMES_HOME"] = str(home)
+    os.environ["SEMANTIC_SKILLS_INDEX_DIR"] = tempfile.mkdtemp(prefix="prompt-size-index-")  # no worker work
+
+    from hermes_cli.plugins import discover_plugins
+
+    def configure(mode: str) -> None:
+        config = {"skills": {"external_dirs": [str(skills_dir)]},
+                  "plugins": {"enabled": ["semantic-skills"],
+                              "entries": {"semantic-skills": {"settings": {"prompt_mode": mode}}}}}
+        (home / "config.yaml").write_text(yaml.safe_dump(config))
+
+    configure("compact")
+    discover_plugins(force=True)
+    import run_agent
+
+    tokenizer, count = token_counter()
+    rows = []
+    for mode in ("full", "compact"):
+        configure(mode)
+        agent = run_agent.AIAgent(base_url="http://127.0.0.1:9/v1", api_key="unused", model="fake-model",
+                                  quiet_mode=True, skip_context_files=True, skip_memory=True, platform="cli")
+        section = run_agent.build_skills_system_prompt(available_tools=agent.valid_tool_names)
+        whole = agent._build_system_prompt()
+        rows.append({
+            "prompt_mode": mode,
+            "skills_listed": section.count("\n    - "),
+            "skills_section_chars": len(section),
+            "skills_section_tokens": count(section),
+            "system_prompt_chars": len(whole),
+            "system_prompt_tokens": count(whole),
+            "tokenizer": tokenizer,
+        })
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skills-dir", type=Path, default=REPO.parent / "shared" / "data" / "corpora",
+                        help="Folder of SKILL.md files to install (default: ../shared/data/corpora).")
+    args = parser.parse_args()
+    if not args.skills_dir.is_dir():
+        sys.exit(f"prompt_size: {args.skills_dir} is not a folder")
+    skills = sum(1 for _ in args.skills_dir.resolve().rglob("SKILL.md"))
+    for row in measure(args.skills_dir.resolve()):
+        print(json.dumps({"skill_files": skills, **row}))
+    sys.stdout.flush()
+    os._exit(0)  # skip the routing worker's shutdown wait
+
+
+if __name__ == "__main__":
+    main()

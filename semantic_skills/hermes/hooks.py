@@ -1,0 +1,178 @@
+"""The Hermes hooks: inject the one skill a message needs, exactly once.
+
+``pre_gateway_dispatch`` runs on the gateway's event loop for every incoming
+chat message, before authorization. It waits at most ``route_timeout_ms`` for
+the routing worker and, when a skill fits and the session has not had it,
+rewrites the message to ``<skill block> + original text``. When the answer
+is late (or the worker is still warming up) the message passes through
+unchanged and the gateway turn is filed; ``pre_llm_call``, which runs on the
+agent's thread just before the model is called, then waits for the answer and
+adds the skill as context (Hermes appends it to the user message).
+
+``pre_llm_call`` also serves the paths that never pass the gateway hook (CLI,
+TUI, cron, API server): it routes the user message itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from ..gates import is_small_talk
+from ..injection import OPEN_TAG, is_injected
+from ..service import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, result_within
+from ..settings import disabled_skill_names
+from .dedupe import agent_session, gateway_session
+from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
+from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
+
+INJECTION_MARK = OPEN_TAG + " name="
+
+
+def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_store=None, **_) -> dict | None:
+    """Rewrite ``event.text`` with the skill it needs, or return None to leave it alone."""
+    if event is None or getattr(event, "internal", False):
+        return None
+    source = getattr(event, "source", None)
+    if source is None or not _authorized(gateway, source):
+        return None  # the gateway will refuse the sender: spend nothing on it
+    session_key = gateway._session_key_for_source(source)
+    if _awaiting_answer(gateway, session_key):
+        return None  # the text answers a pending question; it must reach Hermes unchanged
+    text = event.text if isinstance(getattr(event, "text", None), str) else ""
+    platform = getattr(getattr(source, "platform", None), "value", None) or ""
+    turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
+                       session_key=session_key, session_id=_peek_session_id(session_store, session_key),
+                       text=text, outcome=DECIDED)
+    if not _wants_routing(text):
+        rt.turns.record(turn)
+        return None
+    if not rt.client.ready:
+        rt.client.start()
+        if rt.client.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
+            rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
+                                      "through and get their skill just before the model call")
+            turn.outcome = DEFERRED
+        rt.turns.record(turn)
+        return None
+    decision = rt.client.route_async(text, platform, disabled_skill_names(platform, rt.home),
+                                     rt.settings().max_skill_chars)
+    reply = result_within(decision, rt.route_timeout())
+    if reply.status == TIMEOUT:
+        rt.log_once(logging.INFO, f"a routing answer took longer than {rt.route_timeout() * 1000:.0f} ms; "
+                                  "late skills are added just before the model call")
+        turn.outcome, turn.decision = PENDING, decision
+        rt.turns.record(turn)
+        return None
+    skill, block = _skill_and_block(rt, reply)
+    if skill and rt.injected.claim(gateway_session(session_key, turn.session_id), skill):
+        turn.outcome, turn.skill, turn.block = INJECTED, skill, block
+        rt.turns.record(turn)
+        return {"action": "rewrite", "text": block + text}  # == injection.inject(text, ...)
+    rt.turns.record(turn)
+    return None
+
+
+def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform=None, sender_id=None,
+                 **_) -> dict | None:
+    """Return ``{"context": skill block}`` when this turn still needs its skill."""
+    if not isinstance(user_message, str) or not user_message.strip():
+        return None
+    platform, sender_id = platform or "", str(sender_id or "")
+    turns = rt.turns.take(platform, sender_id, session_id, user_message)
+    if turns:
+        return _finish_gateway_turns(rt, turns, session_id, user_message)
+    if rt.turns.is_gateway_session(session_id) or INJECTION_MARK in user_message or is_small_talk(user_message):
+        return None  # the gateway hook already decided, or the turn carries a skill, or needs none
+    reply = rt.client.route(user_message, platform, disabled_skill_names(platform, rt.home), rt.context_chars(),
+                            AGENT_ANSWER_TIMEOUT_SECONDS, wait_ready=rt.settings().warmup_wait_seconds)
+    return _context(rt, reply, agent_session(session_id or ""))
+
+
+def on_session_reset(rt: PluginRuntime, session_id=None, old_session_id=None, new_session_id=None, **_) -> None:
+    """Forget what the reset sessions received."""
+    rt.injected.forget_session_ids({str(s) for s in (session_id, old_session_id, new_session_id) if s})
+
+
+def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_id, user_message: str):
+    for turn in turns:
+        if turn.skill:  # file it under the session the agent really runs (new or auto-reset sessions)
+            rt.injected.claim(gateway_session(turn.session_key, session_id), turn.skill)
+        if turn.session_id is None:  # the chat's first session now has an id: drop the stand-in key
+            rt.injected.forget(gateway_session(turn.session_key, None))
+    injected = [turn for turn in turns if turn.outcome == INJECTED]
+    if injected:
+        if INJECTION_MARK in user_message:
+            return None
+        return {"context": injected[0].block}  # another plugin's rewrite replaced ours
+    for turn in turns:
+        if turn.outcome == PENDING:
+            reply = result_within(turn.decision, rt.settings().warmup_wait_seconds)
+            block_limit = rt.context_block_limit()
+            if reply.ok and block_limit and len(reply.data.get("block") or "") > block_limit:
+                reply = _route_again(rt, turn)  # Hermes would spill the gateway-sized block to a file
+        elif turn.outcome == DEFERRED:
+            reply = _route_again(rt, turn)
+        else:
+            continue
+        context = _context(rt, reply, gateway_session(turn.session_key, session_id))
+        if context:
+            return context
+    return None
+
+
+def _route_again(rt: PluginRuntime, turn: GatewayTurn) -> Reply:
+    return rt.client.route(turn.text, turn.platform, disabled_skill_names(turn.platform, rt.home),
+                           rt.context_chars(), AGENT_ANSWER_TIMEOUT_SECONDS,
+                           wait_ready=rt.settings().warmup_wait_seconds)
+
+
+def _context(rt: PluginRuntime, reply: Reply, session: str) -> dict | None:
+    skill, block = _skill_and_block(rt, reply)
+    if skill and rt.injected.claim(session, skill):
+        return {"context": block}
+    return None
+
+
+def _skill_and_block(rt: PluginRuntime, reply: Reply) -> tuple[str | None, str | None]:
+    if not reply.ok:
+        if reply.error != rt.client.detail:  # the worker's own state is logged by the client
+            rt.log_once(logging.WARNING, f"routing failed ({reply.status}): {reply.error}")
+        return None, None
+    skill, block = reply.data.get("skill"), reply.data.get("block")
+    if isinstance(skill, str) and isinstance(block, str) and skill and block:
+        return skill, block
+    return None, None
+
+
+def _wants_routing(text: str) -> bool:
+    """False for what must reach Hermes untouched or needs no skill."""
+    stripped = text.lstrip()
+    return bool(stripped) and not stripped.startswith("/") and not is_injected(stripped) and not is_small_talk(text)
+
+
+def _authorized(gateway, source) -> bool:
+    """The gateway's own verdict (cheap: env allowlists and the pairing file)."""
+    check = getattr(gateway, "_is_user_authorized", None)
+    return bool(check(source)) if callable(check) else False
+
+
+def _peek_session_id(session_store, session_key: str) -> str | None:
+    peek = getattr(session_store, "peek_session_id", None)
+    value = peek(session_key) if callable(peek) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _awaiting_answer(gateway, session_key: str) -> bool:
+    """True while the session waits for the user's answer to a clarify, /update or confirm prompt.
+
+    Hermes intercepts such answers before the agent; a rewrite would corrupt them.
+    The modules are only consulted if Hermes has loaded them (nothing is pending otherwise).
+    """
+    if (getattr(gateway, "_update_prompt_pending", None) or {}).get(session_key):
+        return True
+    clarify = sys.modules.get("tools.clarify_gateway")
+    if clarify is not None and clarify.get_pending_for_session(session_key, include_choice_prompts=True):
+        return True
+    confirm = sys.modules.get("tools.slash_confirm")
+    return bool(confirm is not None and confirm.get_pending(session_key))

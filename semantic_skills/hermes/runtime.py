@@ -1,0 +1,120 @@
+"""The plugin's long-lived state inside a Hermes process: one per Hermes home.
+
+Everything here is cheap to create and imports nothing heavy: routing runs in
+the worker process that :class:`~semantic_skills.service.RouterClient` starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..service import RouterClient, OnceLogger
+from ..settings import Settings, default_index_dir, hermes_home, load_hermes_config, load_settings
+from .dedupe import InjectedSkills
+from .turns import TurnLedger
+
+LOCAL_ROUTE_TIMEOUT_MS = 40
+REMOTE_ROUTE_TIMEOUT_MS = 200
+AGENT_ANSWER_TIMEOUT_SECONDS = 5.0
+CONTEXT_BLOCK_OVERHEAD = 1000  # delimiters, notes and name around a skill body
+
+
+class PluginRuntime:
+    """Settings, the routing client, the dedupe store and the gateway turn ledger."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.log_once = OnceLogger()
+        self._settings_source: object = None
+        self._settings = Settings()
+        settings = self.settings()
+        self.index_dir = default_index_dir(settings, home)
+        self.client = RouterClient(self.index_dir)
+        self.injected = InjectedSkills(home / "semantic-skills" / "dedupe.json", settings.dedupe_max_sessions,
+                                       settings.dedupe_ttl_seconds, log_once=self.log_once)
+        self.turns = TurnLedger()
+
+    def settings(self) -> Settings:
+        """The current settings; re-read when config.yaml changes, defaults when invalid."""
+        config = load_hermes_config(self.home)
+        if config is self._settings_source:
+            return self._settings
+        try:
+            settings = load_settings(self.home)
+        except ConfigError as exc:
+            self.log_once(logging.WARNING, f"invalid settings under plugins.entries.semantic-skills.settings in "
+                                           f"{self.home / 'config.yaml'}: {exc}; using the defaults")
+            settings = Settings()
+        self._settings_source, self._settings = config, settings
+        if hasattr(self, "injected"):
+            self.injected.max_sessions = settings.dedupe_max_sessions
+            self.injected.ttl_seconds = settings.dedupe_ttl_seconds
+        return settings
+
+    def route_timeout(self) -> float:
+        """How long the gateway loop may wait for a routing answer, in seconds."""
+        ms = self.settings().route_timeout_ms
+        if not ms:
+            ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
+        return ms / 1000.0
+
+    def context_block_limit(self) -> int | None:
+        """The longest skill block ``pre_llm_call`` may return, if Hermes imposes one.
+
+        Hermes writes hook context longer than ``hooks.output_spill.max_chars`` to
+        a file and shows the model only a preview.
+        """
+        try:
+            from tools.hook_output_spill import get_spill_config
+
+            spill = get_spill_config()
+            return int(spill["max_chars"]) if spill.get("enabled") else None
+        except Exception:  # noqa: BLE001 - another Hermes version: no known limit
+            return None
+
+    def context_chars(self) -> int:
+        """The body cap for a skill handed back as ``pre_llm_call`` context."""
+        limit = self.settings().max_skill_chars
+        block_limit = self.context_block_limit()
+        if block_limit is not None:
+            limit = min(limit, block_limit - CONTEXT_BLOCK_OVERHEAD)
+        return max(500, limit)
+
+    def start(self) -> None:
+        self.client.start()
+
+    def close(self) -> None:
+        self.client.close()
+        self.injected.close()
+
+
+_current: PluginRuntime | None = None
+_current_lock = threading.Lock()
+
+
+def get_runtime() -> PluginRuntime:
+    """The runtime for the current ``$HERMES_HOME``, created on first use."""
+    global _current
+    home = hermes_home()
+    with _current_lock:
+        if _current is None or _current.home != home:
+            if _current is not None:
+                _current.close()
+            else:
+                atexit.register(_close_current)
+            _current = PluginRuntime(home)
+        return _current
+
+
+def current_runtime() -> PluginRuntime | None:
+    """The runtime created last, if any (no side effects)."""
+    return _current
+
+
+def _close_current() -> None:
+    if _current is not None:
+        _current.close()

@@ -1,0 +1,89 @@
+"""The ``search_skills`` tool: find skills by meaning from inside a conversation."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+
+from ..service import INDEX_MISSING
+from ..settings import disabled_skill_names
+from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
+
+NAME = "search_skills"
+TOOLSET = "semantic_skills"
+DEFAULT_LIMIT = 3
+MAX_LIMIT = 10
+MAX_QUERY_CHARS = 2000
+
+SCHEMA = {
+    "name": NAME,
+    "description": (
+        "Find saved skills (task instructions) by meaning. Returns the best matches with scores and the "
+        "full text of the top one; load any other with skill_view(name)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "The task, in a few plain words."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                      "description": f"How many skills to list (default {DEFAULT_LIMIT})."},
+        },
+        "required": ["query"],
+    },
+}
+
+BUILD_HINT = "build it with: hermes semantic-skills build (or semantic-skills build), then try again"
+
+
+def dependencies_installed() -> bool:
+    """``check_fn``: the routing worker's libraries are installed in this Python (nothing is imported)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("numpy", "faiss"))
+
+
+def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
+    """The tool handler: always returns a JSON string, never raises."""
+    try:
+        query = args.get("query") if isinstance(args, dict) else None
+        if not isinstance(query, str) or not query.strip():
+            return _error("invalid_arguments", "query must be a non-empty string")
+        limit = args.get("limit", DEFAULT_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, (int, float, str)):
+            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_LIMIT}")
+        try:
+            limit = max(1, min(MAX_LIMIT, int(limit)))
+        except ValueError:
+            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_LIMIT}")
+        query = query.strip()[:MAX_QUERY_CHARS]
+        platform = current_platform()
+        settings = rt.settings()
+        rt.client.start()
+        reply = rt.client.search(query, limit, platform, disabled_skill_names(platform, rt.home),
+                                 settings.max_tool_chars, AGENT_ANSWER_TIMEOUT_SECONDS,
+                                 wait_ready=settings.warmup_wait_seconds)
+        if reply.status == INDEX_MISSING:
+            return _error(INDEX_MISSING, f"there is no skill index yet; {BUILD_HINT}")
+        if not reply.ok:
+            return _error(reply.status, reply.error or "skill search is unavailable right now")
+        return json.dumps({"query": query, "results": reply.data.get("results", []),
+                           "best": reply.data.get("best")}, ensure_ascii=False)
+    except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise
+        return _error("error", f"search_skills failed: {type(exc).__name__}: {exc}")
+
+
+def current_platform() -> str:
+    """The chat platform of the running session (``""`` on the CLI when Hermes does not say)."""
+    platform = os.environ.get("HERMES_PLATFORM") or os.environ.get("HERMES_SESSION_PLATFORM")
+    if platform:
+        return platform
+    session_context = sys.modules.get("gateway.session_context")
+    get_session_env = getattr(session_context, "get_session_env", None)
+    try:
+        return str(get_session_env("HERMES_SESSION_PLATFORM") or "") if get_session_env else ""
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _error(status: str, message: str) -> str:
+    return json.dumps({"error": message, "status": status}, ensure_ascii=False)

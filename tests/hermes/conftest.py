@@ -1,0 +1,91 @@
+"""Fixtures for the tests against the real Hermes Agent 0.19.
+
+The session shares one Hermes home (the plugin installed with ``hermes plugins
+install``, the example skills, an index built with ``semantic-skills build``),
+one plugin load through Hermes' own plugin manager and one warmed routing
+worker: each model load costs seconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -e '.[test]')")
+
+from hermes_testkit import (  # noqa: E402
+    EXAMPLES,
+    PLUGIN,
+    WORKER_READY_SECONDS,
+    Gateway,
+    HermesHome,
+    build_index,
+    run_hermes,
+    snapshot_checkout,
+    write_settings,
+)
+
+
+@pytest.fixture(scope="session")
+def plugin_checkout(tmp_path_factory) -> Path:
+    return snapshot_checkout(tmp_path_factory.mktemp("checkout") / PLUGIN)
+
+
+@pytest.fixture(scope="session")
+def hermes_home(tmp_path_factory, plugin_checkout) -> HermesHome:
+    """A Hermes home with the plugin installed and enabled, the example skills, and a built index."""
+    home = tmp_path_factory.mktemp("hermes_home")
+    shutil.copytree(EXAMPLES, home / "skills")
+    installed = run_hermes(home, "plugins", "install", plugin_checkout.as_uri(), "--enable")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    # A generous gateway budget makes the gateway path deterministic on a loaded machine;
+    # the late path (answer after the budget) has its own test.
+    write_settings(home, index_dir=str(home / "skills_index"), route_timeout_ms=10000)
+    build_index(home)
+    return HermesHome(home, plugin_checkout, installed.stdout)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_hermes_home(hermes_home, monkeypatch):
+    """Overrides the suite-wide fixture: these tests share the session's Hermes home."""
+    monkeypatch.setenv("HERMES_HOME", str(hermes_home.path))
+    monkeypatch.delenv("SEMANTIC_SKILLS_INDEX_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return hermes_home.path
+
+
+@pytest.fixture(scope="session")
+def plugin_manager(hermes_home):
+    """Hermes' own plugin manager after discovery, with the routing worker warm."""
+    from hermes_cli.plugins import get_plugin_manager
+
+    from semantic_skills.hermes.runtime import current_runtime
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HERMES_HOME", str(hermes_home.path))
+        manager = get_plugin_manager()
+        manager.discover_and_load(force=True)
+        runtime = current_runtime()
+        assert runtime is not None and runtime.home == hermes_home.path
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+        yield manager
+        runtime.close()
+
+
+@pytest.fixture()
+def runtime(plugin_manager):
+    from semantic_skills.hermes.runtime import current_runtime
+
+    return current_runtime()
+
+
+@pytest.fixture()
+def gateway(plugin_manager, tmp_path, monkeypatch) -> Gateway:
+    for name in ("WHATSAPP_ALLOWED_USERS", "GATEWAY_ALLOWED_USERS", "WHATSAPP_ALLOW_ALL_USERS",
+                 "GATEWAY_ALLOW_ALL_USERS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+    return Gateway(tmp_path / "sessions")

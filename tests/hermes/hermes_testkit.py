@@ -1,0 +1,205 @@
+"""Helpers for the tests against the real Hermes Agent 0.19: subprocesses, a checkout, a gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from unittest.mock import AsyncMock, MagicMock
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "skills"
+HERMES = Path(sys.executable).with_name("hermes")
+PLUGIN = "semantic-skills"
+WORKER_READY_SECONDS = 240
+
+
+def subprocess_env(home: Path) -> dict[str, str]:
+    """The environment for a child that must use ``home`` and import this checkout."""
+    env = dict(os.environ, HERMES_HOME=str(home), HF_HUB_OFFLINE="1", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    env.pop("SEMANTIC_SKILLS_INDEX_DIR", None)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def run_hermes(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the real ``hermes`` command line with ``home`` as its Hermes home."""
+    env = dict(subprocess_env(home), COLUMNS="200")
+    env.pop("PYTHONPATH")  # Hermes must find the plugin the way a user's Hermes does
+    return subprocess.run([str(HERMES), *args], env=env, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout)
+
+
+def build_index(home: Path, *args: str) -> subprocess.CompletedProcess:
+    """``semantic-skills build`` for ``home``, as a user runs it."""
+    done = subprocess.run([sys.executable, "-m", "semantic_skills", "build", *args], env=subprocess_env(home),
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def snapshot_checkout(dest: Path) -> Path:
+    """A git repository holding this working tree as one commit (uncommitted changes included)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True)
+    if listed.returncode != 0:
+        pytest.skip("the project is not a git checkout, so it cannot be installed with `hermes plugins install`")
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    git(dest, "init", "-q")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "snapshot for the Hermes tests")
+    return dest
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.email=tests@example.invalid", "-c", "user.name=tests", *args],
+                          cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def write_settings(home: Path, **settings) -> None:
+    """Set ``plugins.entries.semantic-skills.settings`` in ``home``'s config.yaml."""
+    path = home / "config.yaml"
+    config = yaml.safe_load(path.read_text()) if path.exists() else {}
+    config = config or {}
+    entries = config.setdefault("plugins", {}).setdefault("entries", {})
+    entries.setdefault(PLUGIN, {})["settings"] = settings
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+@dataclass
+class HermesHome:
+    path: Path
+    checkout: Path
+    install_output: str
+
+    @property
+    def index_dir(self) -> Path:
+        return self.path / "skills_index"
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+# --------------------------------------------------------------------------- gateway
+
+
+def worker_processes(index_dir: Path) -> dict[int, int]:
+    """Routing workers serving ``index_dir``: pid -> parent pid."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            status = (proc / "status").read_text()
+        except OSError:
+            continue
+        if b"semantic_skills.service" in command and str(index_dir).encode() in command:
+            found[int(proc.name)] = int(status.split("PPid:")[1].split()[0])
+    return found
+
+
+_user_numbers = itertools.count(1000)
+
+
+@dataclass
+class AgentTurn:
+    """What the agent got for one message: the text and the ``pre_llm_call`` context."""
+
+    text: str
+    context: str
+    session_id: str
+
+
+class Gateway:
+    """A real ``GatewayRunner`` built as Hermes' own tests build one.
+
+    The agent run is replaced by what it does before calling the model: get
+    or create the session, then fire ``pre_llm_call`` with the agent's
+    arguments. ``agent_run`` may replace that with a real agent.
+    """
+
+    def __init__(self, sessions_dir: Path):
+        from gateway.config import GatewayConfig, Platform, PlatformConfig
+        from gateway.run import GatewayRunner
+        from gateway.session import SessionStore
+
+        self.platform = Platform.WHATSAPP
+        config = GatewayConfig(platforms={self.platform: PlatformConfig(enabled=True)})
+        runner = object.__new__(GatewayRunner)
+        runner.config = config
+        runner.adapters = {self.platform: SimpleNamespace(send=AsyncMock())}
+        runner.pairing_store = MagicMock()  # no pairing codes: unauthorized senders are just refused
+        runner.pairing_store.is_approved.return_value = False
+        runner.pairing_store._is_rate_limited.return_value = True
+        runner.session_store = SessionStore(sessions_dir, config)
+        runner._running_agents = {}
+        runner._update_prompt_pending = {}
+        self.turns: list[AgentTurn] = []
+        self.agent_run = None
+
+        async def run_agent_turn(event, source, _quick_key, _run_generation):
+            entry = runner.session_store.get_or_create_session(source)
+            if self.agent_run is not None:
+                return await asyncio.to_thread(self.agent_run, event, source, entry.session_id)
+            from hermes_cli.plugins import invoke_hook
+
+            results = invoke_hook("pre_llm_call", session_id=entry.session_id, task_id="t", turn_id="t",
+                                  user_message=event.text, conversation_history=[], is_first_turn=True,
+                                  model="fake-model", platform=source.platform.value,
+                                  sender_id=source.user_id or "")
+            context = "\n\n".join(r["context"] for r in results if isinstance(r, dict) and r.get("context"))
+            self.turns.append(AgentTurn(event.text, context, entry.session_id))
+            return "ok"
+
+        runner._handle_message_with_agent = run_agent_turn
+        self.runner = runner
+
+    def new_user(self) -> str:
+        """A sender no earlier test used, so each test starts with fresh sessions."""
+        return f"1555{os.getpid()}{next(_user_numbers)}@s.whatsapp.net"
+
+    def event(self, text: str, user: str, **fields):
+        from gateway.platforms.base import MessageEvent
+        from gateway.session import SessionSource
+
+        source = SessionSource(platform=self.platform, user_id=user, chat_id=user, user_name="tester",
+                               chat_type="dm")
+        return MessageEvent(text=text, message_id="m1", source=source, **fields)
+
+    def send(self, text: str, user: str, **fields) -> AgentTurn | None:
+        """Deliver ``text`` through the real ``_handle_message``; the agent's turn, or None if none ran."""
+        before = len(self.turns)
+        asyncio.run(self.runner._handle_message(self.event(text, user, **fields)))
+        return self.turns[-1] if len(self.turns) > before else None
+
+    def session_key(self, user: str) -> str:
+        return self.runner._session_key_for_source(self.event("", user).source)
+
+    def session_id(self, user: str) -> str | None:
+        return self.runner.session_store.peek_session_id(self.session_key(user))
+
+    def reset_session(self, user: str) -> str:
+        return self.runner.session_store.reset_session(self.session_key(user)).session_id

@@ -1,0 +1,147 @@
+"""Real Hermes agents (``AIAgent`` and ``hermes chat -q``) against a fake chat server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from fake_llm import FakeChatServer
+from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
+
+from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
+
+DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
+PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
+SOURDOUGH = "How often should I feed my sourdough starter? It smells like nail polish remover."
+SOURDOUGH_SKILL = """\
+    ---
+    name: sourdough-starter
+    description: Keep a sourdough starter healthy - feeding schedule, hydration, smells and how to revive it.
+    ---
+    # Sourdough starter care
+
+    Feed it equal weights of flour and water every 12 hours at room temperature.
+    An acetone or nail-polish smell means it is hungry: feed it more often.
+    """
+
+
+@pytest.fixture(scope="module")
+def llm():
+    with FakeChatServer() as server:
+        yield server
+
+
+def make_agent(llm: FakeChatServer, session_id: str, platform: str = "cli", user_id: str | None = None):
+    from run_agent import AIAgent
+
+    return AIAgent(base_url=llm.base_url, api_key="sk-test", model="fake-model", quiet_mode=True,
+                   skip_context_files=True, skip_memory=True, session_id=session_id, platform=platform,
+                   user_id=user_id, max_iterations=4)
+
+
+def last_user_content(request: dict) -> str:
+    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
+def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm, runtime, hermes_home):
+    start = len(llm.chat_requests())
+    agent = make_agent(llm, "stable-session-1")
+    history = None
+    for message in (DOCKER, "thanks!", "What's a good recipe for banana bread?"):
+        history = agent.run_conversation(message, conversation_history=history)["messages"]
+
+    skills_before = runtime.client.skills
+    skill = hermes_home.path / "skills" / "baking" / "sourdough-starter" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(textwrap.dedent(SOURDOUGH_SKILL), encoding="utf-8")
+    build_index(hermes_home.path)
+    # the running worker picks the rebuilt index up by itself, with no restart
+    assert wait_until(lambda: runtime.client.skills == skills_before + 1, timeout=60)
+    make_agent(llm, "stable-session-2").run_conversation(SOURDOUGH)
+
+    requests = llm.chat_requests()[start:]
+    assert len(requests) == 4
+    systems = {request["messages"][0]["content"] for request in requests}
+    assert len(systems) == 1
+    system = systems.pop()
+    assert COMPACT_SKILLS_PROMPT in system and "<available_skills>" not in system
+
+    first_turn = last_user_content(requests[0])
+    assert first_turn.startswith(DOCKER + "\n\n<skill-context name=\"docker-compose-debug\"")
+    assert first_turn.count("<skill-context") == 1 and "docker compose logs" in first_turn
+    assert "<skill-context" not in last_user_content(requests[1]) + last_user_content(requests[2])
+    new_session = last_user_content(requests[3])
+    assert '<skill-context name="sourdough-starter"' in new_session and "Feed it equal weights" in new_session
+
+
+def test_search_skills_dispatches_through_the_tool_registry(llm, runtime):
+    start = len(llm.chat_requests())
+    llm.reply_tool_call("search_skills", {"query": "turn a PDF into markdown", "limit": 2})
+    llm.reply_text("found it")
+
+    result = make_agent(llm, "tool-session").run_conversation("Which of your skills handles documents?")
+
+    requests = llm.chat_requests()[start:]
+    assert result["final_response"] == "found it" and len(requests) == 2
+    assert "search_skills" in {tool["function"]["name"] for tool in requests[0]["tools"]}
+    tool_message = [m for m in requests[1]["messages"] if m["role"] == "tool"][-1]
+    payload = json.loads(tool_message["content"])
+    assert [r["name"] for r in payload["results"]][0] == "pdf-to-markdown" and len(payload["results"]) == 2
+    assert payload["best"]["name"] == "pdf-to-markdown" and "pdftotext" in payload["best"]["content"]
+    assert not payload["best"]["content"].startswith("---")  # front matter stripped
+
+
+def test_gateway_message_reaches_a_real_agent_with_its_skill_exactly_once(llm, gateway):
+    start = len(llm.chat_requests())
+
+    def run_real_agent(event, source, session_id):
+        agent = make_agent(llm, session_id, platform=source.platform.value, user_id=source.user_id)
+        agent.run_conversation(event.text)
+        return "ok"
+
+    gateway.agent_run = run_real_agent
+    gateway.send(DOCKER, gateway.new_user())
+
+    content = last_user_content(llm.chat_requests()[start])
+    assert content.startswith('<skill-context name="docker-compose-debug"') and content.endswith(DOCKER)
+    assert content.count("<skill-context") == 1
+
+
+def test_late_gateway_decision_reaches_a_real_agent_exactly_once(llm, gateway, runtime, monkeypatch):
+    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)  # the answer always misses the loop's budget
+    start = len(llm.chat_requests())
+
+    def run_real_agent(event, source, session_id):
+        make_agent(llm, session_id, platform=source.platform.value, user_id=source.user_id) \
+            .run_conversation(event.text)
+        return "ok"
+
+    gateway.agent_run = run_real_agent
+    gateway.send(DOCKER, gateway.new_user())
+
+    content = last_user_content(llm.chat_requests()[start])
+    assert content.startswith(DOCKER + "\n\n<skill-context name=\"docker-compose-debug\"")
+    assert content.count("<skill-context") == 1
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the worker processes")
+def test_hermes_chat_one_shot_gets_its_skill_and_leaves_no_worker(llm, hermes_home):
+    config_path = hermes_home.path / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["model"] = {"default": "fake-model", "provider": "custom", "base_url": llm.base_url, "api_key": "sk-test"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    start = len(llm.chat_requests())
+
+    done = run_hermes(hermes_home.path, "chat", "-q", PDF, "-Q", timeout=600)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    content = last_user_content(llm.chat_requests()[start])
+    assert content.startswith(PDF + "\n\n<skill-context name=\"pdf-to-markdown\"")
+    assert content.count("<skill-context") == 1
+    orphans = lambda: {pid for pid, parent in worker_processes(hermes_home.index_dir).items()  # noqa: E731
+                       if parent != os.getpid()}
+    assert wait_until(lambda: not orphans(), timeout=30), orphans()

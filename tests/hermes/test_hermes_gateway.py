@@ -1,0 +1,199 @@
+"""The plugin inside the real ``GatewayRunner._handle_message`` of Hermes 0.19."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from semantic_skills.hermes import runtime as runtime_module
+from semantic_skills.hermes.dedupe import gateway_session
+from semantic_skills.skills import strip_front_matter
+
+from hermes_testkit import EXAMPLES
+
+DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
+DOCKER_AGAIN = "The docker compose database service restarts in a loop again and the api cannot reach it"
+UNMATCHED = "What's a good recipe for banana bread?"
+DOCKER_SKILL = "docker-compose-debug"
+OPENING = f'<skill-context name="{DOCKER_SKILL}" score="'
+
+
+def docker_body() -> str:
+    text = (EXAMPLES / "devops" / "docker-compose-debug" / "SKILL.md").read_text(encoding="utf-8")
+    return strip_front_matter(text).strip("\n")
+
+
+@pytest.fixture()
+def routing_requests(runtime, monkeypatch) -> list[tuple]:
+    """Every request the plugin sends to the routing worker during the test."""
+    sent = []
+    submit = runtime.client.submit
+
+    def counting_submit(op, **payload):
+        sent.append((op, payload.get("text")))
+        return submit(op, **payload)
+
+    monkeypatch.setattr(runtime.client, "submit", counting_submit)
+    return sent
+
+
+def test_matching_message_reaches_the_agent_with_the_skill_before_the_original_text(gateway):
+    turn = gateway.send(DOCKER, gateway.new_user())
+
+    assert turn.text.startswith(OPENING)
+    assert turn.text.endswith("</skill-context>\n\n" + DOCKER)
+    assert docker_body() in turn.text
+    assert "search_skills" in turn.text
+    assert turn.context == ""  # injected once: pre_llm_call adds nothing
+
+
+def test_same_skill_is_not_injected_twice_in_a_session(gateway):
+    user = gateway.new_user()
+    first = gateway.send(DOCKER, user)
+    second = gateway.send(DOCKER_AGAIN, user)
+
+    assert first.text.startswith(OPENING)
+    assert second.text == DOCKER_AGAIN and second.context == ""
+    assert first.session_id == second.session_id
+
+
+def test_new_session_id_injects_again(gateway):
+    user = gateway.new_user()
+    assert gateway.send(DOCKER, user).text.startswith(OPENING)
+    old_id = gateway.session_id(user)
+
+    new_id = gateway.reset_session(user)
+    again = gateway.send(DOCKER_AGAIN, user)
+
+    assert new_id != old_id
+    assert again.text.startswith(OPENING) and again.text.endswith(DOCKER_AGAIN)
+
+
+@pytest.mark.parametrize("text", ["thanks!", "ok 👍", "好的，谢谢", UNMATCHED])
+def test_acknowledgements_and_unmatched_messages_pass_through(gateway, text):
+    turn = gateway.send(text, gateway.new_user())
+
+    assert turn.text == text and turn.context == ""
+
+
+@pytest.mark.parametrize("text", ["/help", "/start", "/etc/hosts lost the db entry, docker compose services can't connect"])
+def test_slash_commands_are_left_to_hermes(gateway, routing_requests, text):
+    turn = gateway.send(text, gateway.new_user())
+
+    assert routing_requests == []
+    if turn is not None:  # Hermes hands unknown commands and paths to the agent as they are
+        assert turn.text == text and turn.context == ""
+
+
+def test_unauthorized_sender_costs_no_routing_request(gateway, routing_requests, monkeypatch):
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "15550000000@s.whatsapp.net")
+
+    assert gateway.send(DOCKER, gateway.new_user()) is None
+    assert routing_requests == []
+
+
+def test_answer_to_a_pending_clarify_is_not_rewritten(gateway, routing_requests):
+    from tools import clarify_gateway
+
+    user = gateway.new_user()
+    key = gateway.session_key(user)
+    clarify_gateway.register("clarify-1", key, "Which service fails?", None)
+    try:
+        assert gateway.send(DOCKER, user) is None  # Hermes hands the answer to the waiting clarify
+        assert routing_requests == []
+    finally:
+        clarify_gateway.clear_session(key)
+
+
+def test_answer_to_a_pending_update_prompt_is_not_rewritten(gateway, routing_requests):
+    user = gateway.new_user()
+    gateway.runner._update_prompt_pending[gateway.session_key(user)] = True
+
+    assert gateway.send(DOCKER, user) is None
+    assert routing_requests == []
+
+
+def test_skip_from_another_plugin_drops_the_message_untouched(gateway, plugin_manager):
+    def skip_everything(**_):
+        return {"action": "skip", "reason": "handled elsewhere"}
+
+    hooks = plugin_manager._hooks["pre_gateway_dispatch"]
+    hooks.insert(0, skip_everything)
+    try:
+        event = gateway.event(DOCKER, gateway.new_user())
+        import asyncio
+
+        asyncio.run(gateway.runner._handle_message(event))
+    finally:
+        hooks.remove(skip_everything)
+
+    assert gateway.turns == [] and event.text == DOCKER
+
+
+def test_rewrite_by_an_earlier_plugin_still_gets_the_skill_once(gateway, plugin_manager):
+    def shout(event=None, **_):
+        return {"action": "rewrite", "text": event.text.upper()}
+
+    hooks = plugin_manager._hooks["pre_gateway_dispatch"]
+    hooks.insert(0, shout)
+    try:
+        turn = gateway.send(DOCKER, gateway.new_user())
+    finally:
+        hooks.remove(shout)
+
+    assert turn.text == DOCKER.upper()
+    assert turn.context.startswith(OPENING) and turn.context.count("<skill-context") == 1
+
+
+def test_a_failing_hook_leaves_the_message_intact_and_logs_once(gateway, runtime, monkeypatch, caplog):
+    def broken(*args, **kwargs):
+        raise RuntimeError("routing exploded")
+
+    monkeypatch.setattr(runtime.client, "route_async", broken)
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        first = gateway.send(DOCKER, gateway.new_user())
+        second = gateway.send(DOCKER, gateway.new_user())
+
+    assert first.text == DOCKER and second.text == DOCKER
+    failures = [r for r in caplog.records if "routing exploded" in r.getMessage()]
+    assert len(failures) == 2  # one per hook (pre_gateway_dispatch, pre_llm_call), never one per message
+    assert {f.getMessage().split(" failed")[0] for f in failures} == {
+        "semantic-skills: pre_gateway_dispatch", "semantic-skills: pre_llm_call"}
+
+
+def test_late_decision_arrives_through_pre_llm_call_exactly_once(gateway, runtime, monkeypatch):
+    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)
+    user = gateway.new_user()
+
+    late = gateway.send(DOCKER, user)
+    again = gateway.send(DOCKER_AGAIN, user)
+
+    assert late.text == DOCKER
+    assert late.context.startswith(OPENING) and docker_body() in late.context
+    assert again.text == DOCKER_AGAIN and again.context == ""
+
+
+def test_injected_skills_survive_a_gateway_restart(gateway, runtime, hermes_home):
+    user = gateway.new_user()
+    assert gateway.send(DOCKER, user).text.startswith(OPENING)
+    session = gateway_session(gateway.session_key(user), gateway.session_id(user))
+    runtime.injected.flush()
+
+    restarted = runtime_module.PluginRuntime(hermes_home.path)  # what the next gateway process builds
+    try:
+        assert restarted.injected.contains(session, DOCKER_SKILL)
+    finally:
+        restarted.close()
+
+
+def test_session_reset_hook_forgets_the_session(gateway, runtime, plugin_manager):
+    user = gateway.new_user()
+    gateway.send(DOCKER, user)
+    session_id = gateway.session_id(user)
+    session = gateway_session(gateway.session_key(user), session_id)
+    assert runtime.injected.contains(session, DOCKER_SKILL)
+
+    plugin_manager.invoke_hook("on_session_reset", session_id=session_id, platform="whatsapp")
+
+    assert not runtime.injected.contains(session, DOCKER_SKILL)

@@ -1,0 +1,98 @@
+"""Installing, loading and updating the plugin with the real ``hermes`` command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import yaml
+from hermes_testkit import PLUGIN, REPO, git, run_hermes, subprocess_env
+
+HOOKS = {"pre_gateway_dispatch", "pre_llm_call", "on_session_reset"}
+
+
+def test_install_enables_the_plugin_and_shows_the_next_steps(hermes_home):
+    installed = hermes_home.path / "plugins" / PLUGIN
+    assert (installed / "plugin.yaml").is_file() and (installed / "after-install.md").is_file()
+    config = yaml.safe_load((hermes_home.path / "config.yaml").read_text())
+    assert PLUGIN in config["plugins"]["enabled"]
+    for step in ("pip install -e ~/.hermes/plugins/semantic-skills", "hermes semantic-skills build",
+                 "hermes gateway restart"):
+        assert step in hermes_home.install_output
+
+
+def test_plugin_manager_loads_both_hooks_and_the_tool(plugin_manager):
+    from tools.registry import registry
+
+    loaded = plugin_manager._plugins[PLUGIN]
+    assert loaded.enabled and loaded.error is None
+    assert loaded.manifest.source in ("user", "entrypoint")  # the entry point wins once pip-installed
+    assert HOOKS <= set(loaded.hooks_registered)
+    assert loaded.tools_registered == ["search_skills"]
+    assert registry.get_entry("search_skills").toolset == "semantic_skills"
+    assert PLUGIN in plugin_manager._cli_commands
+
+
+def test_hermes_semantic_skills_command_runs_the_plugin_cli(hermes_home):
+    done = run_hermes(hermes_home.path, "semantic-skills", "status", "--json")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    status = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status["index_dir"] == str(hermes_home.index_dir) and status["skills"] >= 10
+
+
+def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkout):
+    home = tmp_path / "home"
+    source = tmp_path / "source"
+    git(tmp_path, "clone", "-q", str(plugin_checkout), str(source))
+    assert run_hermes(home, "plugins", "install", source.as_uri(), "--enable").returncode == 0
+    installed = home / "plugins" / PLUGIN
+    (installed / "skills_index" / "manifest.json").write_text("{}")  # a built index is never tracked
+    (source / "CHANGES.md").write_text("a new release\n")
+    git(source, "add", "CHANGES.md")
+    git(source, "commit", "-qm", "release")
+
+    updated = run_hermes(home, "plugins", "update", PLUGIN)
+
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert (installed / "CHANGES.md").read_text() == "a new release\n"
+    assert (installed / "skills_index" / "manifest.json").read_text() == "{}"
+
+
+GATEWAY_PROCESS = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {testdir!r})
+    from hermes_cli.plugins import get_plugin_manager, invoke_hook
+    from hermes_testkit import Gateway
+    from semantic_skills.hermes.runtime import current_runtime
+
+    get_plugin_manager().discover_and_load(force=True)
+    ready = current_runtime().client.wait_ready(240)
+    from pathlib import Path
+    gateway = Gateway(Path({sessions!r}))
+    turn = gateway.send("My postgres container keeps restarting and the web service can't connect to it",
+                        gateway.new_user())
+    invoke_hook("pre_llm_call", session_id="cli-1", user_message="convert a scanned PDF to markdown",
+                platform="cli", sender_id="")
+    from tools.registry import registry
+    found = json.loads(registry.dispatch("search_skills", {{"query": "pdf to markdown"}}))
+    import run_agent
+    run_agent.build_skills_system_prompt(available_tools={{"skill_view", "search_skills"}})
+    heavy = sorted(m for m in ("numpy", "torch", "faiss", "sentence_transformers", "transformers", "litellm")
+                   if m in sys.modules)
+    print(json.dumps({{"ready": ready, "injected": turn.text.startswith("<skill-context"),
+                       "tool": found["results"][0]["name"], "heavy": heavy}}))
+""")
+
+
+def test_hermes_process_never_imports_the_heavy_libraries(hermes_home, tmp_path):
+    env = dict(subprocess_env(hermes_home.path), WHATSAPP_ALLOWED_USERS="*")
+    script = GATEWAY_PROCESS.format(testdir=str(REPO / "tests" / "hermes"), sessions=str(tmp_path / "sessions"))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"ready": True, "injected": True, "tool": "pdf-to-markdown", "heavy": []}

@@ -1,0 +1,215 @@
+"""The plugin's parts on their own: dedupe store, turn ledger, prompt patch guard, settings, tool arguments."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from hermes_testkit import write_settings
+
+from semantic_skills.errors import ConfigError
+from semantic_skills.hermes import prompt_stub, tool
+from semantic_skills.hermes.dedupe import InjectedSkills, agent_session, gateway_session
+from semantic_skills.hermes.runtime import PluginRuntime
+from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedger
+from semantic_skills.service import OnceLogger
+from semantic_skills.settings import Settings
+
+
+class Clock:
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# --------------------------------------------------------------------------- dedupe
+
+
+def test_each_skill_is_claimed_once_per_session():
+    store = InjectedSkills(None)
+    a, b = gateway_session("agent:main:whatsapp:dm:1", "s1"), agent_session("s2")
+
+    assert store.claim(a, "pdf") and store.claim(a, "docker") and store.claim(b, "pdf")
+    assert not store.claim(a, "pdf") and not store.claim(a, "docker")
+    assert store.skills(a) == {"pdf", "docker"}
+
+
+def test_sessions_are_bounded_by_count_and_age():
+    clock = Clock()
+    store = InjectedSkills(None, max_sessions=2, ttl_seconds=60, clock=clock)
+    store.claim("one", "x")
+    store.claim("two", "x")
+    store.claim("three", "x")
+    assert len(store) == 2 and not store.contains("one", "x")
+
+    clock.now += 61
+    assert len(store) == 0 and store.claim("two", "x")
+
+
+def test_dedupe_survives_a_restart_and_ignores_a_corrupt_file(tmp_path, caplog):
+    path = tmp_path / "semantic-skills" / "dedupe.json"
+    store = InjectedSkills(path)
+    store.claim("gateway:key#s1", "pdf")
+    store.close()
+    assert InjectedSkills(path).contains("gateway:key#s1", "pdf")
+
+    path.write_text("{not json")
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        fresh = InjectedSkills(path)
+    assert len(fresh) == 0 and fresh.claim("gateway:key#s1", "pdf")
+    assert ["corrupt dedupe file" in r.getMessage() for r in caplog.records] == [True]
+
+
+def test_reset_forgets_every_key_of_the_session():
+    store = InjectedSkills(None)
+    store.claim(gateway_session("key", "old"), "pdf")
+    store.claim(agent_session("old"), "pdf")
+    store.claim(gateway_session("key", "other"), "pdf")
+
+    assert store.forget_session_ids({"old"}) == 2
+    assert store.contains(gateway_session("key", "other"), "pdf")
+
+
+# --------------------------------------------------------------------------- turn ledger
+
+
+def turn(text: str, session_id: str | None = "s1", user: str = "u1", outcome: str = DECIDED) -> GatewayTurn:
+    return GatewayTurn(platform="telegram", user_id=user, session_key="key", session_id=session_id, text=text,
+                       outcome=outcome)
+
+
+def test_agent_turn_takes_the_gateway_turns_its_message_contains():
+    ledger = TurnLedger()
+    ledger.record(turn("first question"))
+    ledger.record(turn("second question"))
+
+    taken = ledger.take("telegram", "u1", "s9", "[Alice] first question")
+    assert [t.text for t in taken] == ["first question"]
+    assert ledger.is_gateway_session("s9")  # learnt from the agent side for brand-new sessions
+    assert ledger.take("telegram", "u1", "s9", "[Alice] first question") == []
+
+
+def test_agent_turn_falls_back_to_the_session_and_never_takes_another_senders_turn():
+    ledger = TurnLedger()
+    ledger.record(turn("/learn how we deploy", session_id="s1"))
+    ledger.record(turn("hello there", user="u2"))
+
+    assert ledger.take("telegram", "u1", "s1", "A long prompt Hermes built from /learn")[0].session_id == "s1"
+    assert ledger.take("telegram", "u1", "s1", "hello there") == []
+
+
+def test_old_turns_expire():
+    clock = Clock()
+    ledger = TurnLedger(ttl_seconds=10, clock=clock)
+    ledger.record(turn("question", outcome=PENDING))
+    clock.now += 11
+    assert ledger.take("telegram", "u1", "s1", "question") == [] and len(ledger) == 0
+
+
+# --------------------------------------------------------------------------- prompt patch
+
+
+def test_compact_prompt_is_a_constant_naming_only_available_tools():
+    assert prompt_stub.compact_skills_prompt({"skill_view", "search_skills"}) == prompt_stub.COMPACT_SKILLS_PROMPT
+    without = prompt_stub.compact_skills_prompt({"skill_view", "skills_list"})
+    assert without == prompt_stub.COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH and "search_skills" not in without
+
+
+def test_patch_is_installed_in_hermes_and_follows_prompt_mode(plugin_manager, hermes_home):
+    import agent.prompt_builder
+    import run_agent
+
+    assert run_agent.build_skills_system_prompt is agent.prompt_builder.build_skills_system_prompt
+    tools = {"skill_view", "skills_list", "search_skills"}
+    assert run_agent.build_skills_system_prompt(available_tools=tools) == prompt_stub.COMPACT_SKILLS_PROMPT
+    write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000,
+                   prompt_mode="full")
+    try:
+        assert "<available_skills>" in run_agent.build_skills_system_prompt(available_tools=tools)
+    finally:
+        write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000)
+
+
+def test_patch_leaves_hermes_alone_on_another_version_or_signature(monkeypatch):
+    import agent.prompt_builder
+    import hermes_cli
+
+    monkeypatch.setattr(hermes_cli, "__version__", "0.20.0")
+    assert prompt_stub.install(lambda: "compact", OnceLogger()) is False
+
+    monkeypatch.setattr(hermes_cli, "__version__", "0.19.0")
+
+    def changed(available_tools=None, platform=None):
+        return "Hermes' own listing"
+
+    monkeypatch.setattr(agent.prompt_builder, "build_skills_system_prompt", changed)
+    assert prompt_stub.install(lambda: "compact", OnceLogger()) is False
+    assert agent.prompt_builder.build_skills_system_prompt is changed
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"route_timeout_ms": -5}, "route_timeout_ms must be between 0 and 10000"),
+    ({"max_skill_chars": 10}, "max_skill_chars must be between 500"),
+    ({"dedupe_max_sessions": "many"}, "dedupe_max_sessions' must be a int"),
+    ({"prompt_mode": "tiny"}, "prompt_mode must be one of compact, full"),
+])
+def test_invalid_settings_are_refused_with_a_clear_message(raw, message):
+    with pytest.raises(ConfigError, match=message):
+        Settings.from_mapping(raw)
+
+
+def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
+    home = tmp_path / "home"
+    home.mkdir()
+    write_settings(home, warmup_wait_seconds=-1)
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        rt = PluginRuntime(home)
+        try:
+            settings = [rt.settings() for _ in range(3)]
+        finally:
+            rt.close()
+    assert settings == [Settings()] * 3
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1
+    assert "warmup_wait_seconds must be between 0 and 600" in messages[0] and "using the defaults" in messages[0]
+
+
+def test_default_route_budget_depends_on_the_embedder(tmp_path):
+    rt = PluginRuntime(tmp_path)
+    try:
+        assert rt.route_timeout() == 0.040
+        rt.client.backend = "litellm"
+        assert rt.route_timeout() == 0.200
+    finally:
+        rt.close()
+
+
+# --------------------------------------------------------------------------- tool
+
+
+@pytest.mark.parametrize("args", [{}, {"query": ""}, {"query": 3}, {"query": "pdf", "limit": "lots"},
+                                  {"query": "pdf", "limit": True}, "not a dict"])
+def test_search_skills_answers_bad_arguments_with_a_json_error(runtime, args):
+    answer = json.loads(tool.search_skills(runtime, args))
+    assert answer["status"] == "invalid_arguments" and answer["error"]
+
+
+def test_search_skills_caps_the_limit(runtime):
+    answer = json.loads(tool.search_skills(runtime, {"query": "docker compose keeps restarting", "limit": 50}))
+    assert len(answer["results"]) == min(10, runtime.client.skills)
+    assert answer["best"]["name"] == "docker-compose-debug"
+
+
+def test_search_skills_never_raises(runtime, monkeypatch):
+    def broken(*args, **kwargs):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(runtime.client, "search", broken)
+    answer = json.loads(tool.search_skills(runtime, {"query": "pdf"}))
+    assert answer["status"] == "error" and "disk on fire" in answer["error"]

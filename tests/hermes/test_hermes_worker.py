@@ -1,0 +1,127 @@
+"""Faults around the routing worker: no index, a broken rebuild, a crash, a dead host."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hermes_testkit import EXAMPLES, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
+
+from semantic_skills.hermes import hooks, tool
+from semantic_skills.hermes.runtime import PluginRuntime
+from semantic_skills.service import WAITING_FOR_INDEX
+
+DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
+
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find worker processes")
+
+
+def semantic_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "semantic_skills" and r.levelno >= logging.WARNING]
+
+
+def test_missing_index_passes_messages_through_logs_once_and_is_served_once_built(tmp_path, monkeypatch,
+                                                                                   caplog):
+    home = tmp_path / "home"
+    home.mkdir()
+    index_dir = tmp_path / "index-built-later"
+    write_settings(home, index_dir=str(index_dir))
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+    gateway = Gateway(tmp_path / "sessions")
+    rt = PluginRuntime(home)
+
+    def one_message(number: int):
+        event = gateway.event(f"{DOCKER} ({number})", gateway.new_user())
+        return (hooks.pre_gateway_dispatch(rt, event=event, gateway=gateway.runner,
+                                           session_store=gateway.runner.session_store),
+                hooks.pre_llm_call(rt, session_id=f"cli-{number}", user_message=f"{DOCKER} ({number})",
+                                   platform="cli", sender_id=""))
+
+    try:
+        with caplog.at_level(logging.INFO, logger="semantic_skills"):
+            rt.start()
+            assert wait_until(lambda: rt.client.state == WAITING_FOR_INDEX, timeout=60)
+            assert [one_message(n) for n in range(3)] == [(None, None)] * 3
+            warnings_after_three = semantic_warnings(caplog)
+            assert [one_message(n) for n in range(3, 10)] == [(None, None)] * 7
+            found = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
+
+            build_index(home, "--skills-dir", str(EXAMPLES), "--index-dir", str(index_dir))
+            assert rt.client.wait_ready(240), rt.client.detail
+            later = hooks.pre_llm_call(rt, session_id="cli-after-build", user_message=DOCKER, platform="cli",
+                                       sender_id="")
+    finally:
+        rt.close()
+
+    assert warnings_after_three and semantic_warnings(caplog) == warnings_after_three
+    assert found["status"] == "index_missing" and "hermes semantic-skills build" in found["error"]
+    assert later["context"].startswith('<skill-context name="docker-compose-debug"')
+
+
+def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes_home, caplog):
+    manifest = hermes_home.index_dir / "manifest.json"
+    good = manifest.read_bytes()
+    broken = hermes_home.index_dir / ".manifest.broken"
+
+    def publish(data: bytes) -> None:
+        broken.write_bytes(data)
+        os.replace(broken, manifest)
+
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        publish(b'{"format": "semantic-skills-index", "format_version": 1}')
+        try:
+            reported = lambda: [m for m in semantic_warnings(caplog) if "kept the previous index" in m]  # noqa: E731
+            assert wait_until(lambda: reported(), timeout=30)
+            answers = [runtime.client.route(DOCKER, "whatsapp", (), 16000, timeout=30) for _ in range(3)]
+            wait_until(lambda: False, timeout=2.5)  # a few more reload checks
+        finally:
+            publish(good)
+
+    assert all(a.ok and a.data["skill"] == "docker-compose-debug" for a in answers)
+    assert len(reported()) == 1 and "rebuild it with: semantic-skills build --full" in reported()[0]
+
+
+def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
+    workers = {pid for pid, parent in worker_processes(hermes_home.index_dir).items() if parent == os.getpid()}
+    assert len(workers) == 1
+    os.kill(workers.pop(), signal.SIGKILL)
+
+    assert wait_until(lambda: not runtime.client.ready, timeout=30)
+    assert runtime.client.wait_ready(240), runtime.client.detail
+    answer = runtime.client.route(DOCKER, "whatsapp", (), 16000, timeout=30)
+    assert answer.ok and answer.data["skill"] == "docker-compose-debug"
+
+
+HOST = textwrap.dedent("""
+    import sys, time
+    from semantic_skills.service import RouterClient
+    client = RouterClient(sys.argv[1])
+    client.start()
+    while client.state != "waiting_for_index":
+        time.sleep(0.05)
+    print("ready", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_worker_exits_when_its_host_is_killed(tmp_path):
+    index_dir = tmp_path / "index"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    host = subprocess.Popen([sys.executable, "-c", HOST, str(index_dir)], stdout=subprocess.PIPE, env=env,
+                            stdin=subprocess.DEVNULL)
+    try:
+        assert host.stdout.readline().strip() == b"ready"
+        workers = [pid for pid, parent in worker_processes(index_dir).items() if parent == host.pid]
+        assert len(workers) == 1
+    finally:
+        host.kill()
+        host.wait()
+
+    assert wait_until(lambda: not worker_processes(index_dir), timeout=30)
