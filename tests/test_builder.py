@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, write_skill
+from support import REPO, write_skill
 from semantic_skills import documents
 from semantic_skills.builder import build_index, build_lock
 from semantic_skills.embedders import Embedder

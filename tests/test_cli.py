@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import EXAMPLES, REPO, shared_path, write_skill
+from support import EXAMPLES, REPO, shared_path, write_skill
 from semantic_skills import builder, router
 from semantic_skills.cli import main
 from semantic_skills.embedders import configured_identity, create_embedder

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import EXAMPLES, REPO
+from support import EXAMPLES, REPO
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders import LiteLLMEmbedder

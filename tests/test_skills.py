@@ -10,7 +10,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_path, write_skill
+from support import shared_path, write_skill
 from semantic_skills.settings import SkillsRoot, disabled_skill_names, hermes_skills_roots
 from semantic_skills.skills import SkillFileError, discover_skills, parse_skill
 

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -e '.[test]')")
 
 from hermes_testkit import (  # noqa: E402
-    EXAMPLES,
+    EXAMPLE_SKILLS,
     PLUGIN,
     WORKER_READY_SECONDS,
     Gateway,
@@ -37,7 +37,7 @@ def plugin_checkout(tmp_path_factory) -> Path:
 def hermes_home(tmp_path_factory, plugin_checkout) -> HermesHome:
     """A Hermes home with the plugin installed and enabled, the example skills, and a built index."""
     home = tmp_path_factory.mktemp("hermes_home")
-    shutil.copytree(EXAMPLES, home / "skills")
+    shutil.copytree(EXAMPLE_SKILLS, home / "skills")
     installed = run_hermes(home, "plugins", "install", plugin_checkout.as_uri(), "--enable")
     assert installed.returncode == 0, installed.stdout + installed.stderr
     # A generous gateway budget makes the gateway path deterministic on a loaded machine;

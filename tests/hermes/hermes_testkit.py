@@ -17,8 +17,9 @@ from unittest.mock import AsyncMock, MagicMock
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples" / "skills"
+from support import REPO
+
+EXAMPLE_SKILLS = REPO / "examples" / "skills"
 HERMES = Path(sys.executable).with_name("hermes")
 PLUGIN = "semantic-skills"
 WORKER_READY_SECONDS = 240

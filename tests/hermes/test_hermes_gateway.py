@@ -10,7 +10,7 @@ from semantic_skills.hermes import runtime as runtime_module
 from semantic_skills.hermes.dedupe import gateway_session
 from semantic_skills.skills import strip_front_matter
 
-from hermes_testkit import EXAMPLES
+from hermes_testkit import EXAMPLE_SKILLS
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 DOCKER_AGAIN = "The docker compose database service restarts in a loop again and the api cannot reach it"
@@ -20,7 +20,7 @@ OPENING = f'<skill-context name="{DOCKER_SKILL}" score="'
 
 
 def docker_body() -> str:
-    text = (EXAMPLES / "devops" / "docker-compose-debug" / "SKILL.md").read_text(encoding="utf-8")
+    text = (EXAMPLE_SKILLS / "devops" / "docker-compose-debug" / "SKILL.md").read_text(encoding="utf-8")
     return strip_front_matter(text).strip("\n")
 
 

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hermes_testkit import EXAMPLES, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
+from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
 
 from semantic_skills.hermes import hooks, tool
 from semantic_skills.hermes.runtime import PluginRuntime
@@ -53,7 +53,7 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
             assert [one_message(n) for n in range(3, 10)] == [(None, None)] * 7
             found = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
 
-            build_index(home, "--skills-dir", str(EXAMPLES), "--index-dir", str(index_dir))
+            build_index(home, "--skills-dir", str(EXAMPLE_SKILLS), "--index-dir", str(index_dir))
             assert rt.client.wait_ready(240), rt.client.detail
             later = hooks.pre_llm_call(rt, session_id="cli-after-build", user_message=DOCKER, platform="cli",
                                        sender_id="")
