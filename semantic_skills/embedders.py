@@ -6,6 +6,7 @@ an embedder first embeds, never when this module is imported.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -218,6 +219,8 @@ class LiteLLMEmbedder(Embedder):
             except ImportError:
                 raise EmbedderError("litellm is not installed; run: pip install litellm") from None
             litellm.suppress_debug_info = True
+            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+                logging.getLogger(name).setLevel(logging.WARNING)
             self._litellm = litellm
 
     def _api_key(self) -> str | None:

@@ -17,8 +17,7 @@ from unittest.mock import AsyncMock, MagicMock
 import pytest
 import yaml
 
-from support import REPO
-
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_SKILLS = REPO / "examples" / "skills"
 HERMES = Path(sys.executable).with_name("hermes")
 PLUGIN = "semantic-skills"
