@@ -518,7 +518,9 @@ class RouterClient:
             self._pending[request_id] = future
         if isinstance(payload.get("text"), str):
             payload["text"] = payload["text"][:MAX_TEXT_CHARS]
-        line = json.dumps({"id": request_id, "op": op, **payload}, ensure_ascii=False).encode("utf-8") + b"\n"
+        # "replace": an unpaired surrogate (chat text can carry one) cannot be UTF-8; it becomes "?".
+        request = json.dumps({"id": request_id, "op": op, **payload}, ensure_ascii=False)
+        line = request.encode("utf-8", "replace") + b"\n"
         with self._outbox_ready:
             self._outbox.append(line)
             self._outbox_ready.notify()
