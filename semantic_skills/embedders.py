@@ -218,6 +218,9 @@ class LiteLLMEmbedder(Embedder):
             except ImportError:
                 raise EmbedderError("litellm is not installed; run: pip install litellm") from None
             litellm.suppress_debug_info = True
+            # litellm turns max_retries=0 into its default (2) for the OpenAI client, which then retries
+            # on its own; with that default at 0 the only retries are the ones _call makes.
+            litellm.DEFAULT_MAX_RETRIES = 0
             self._litellm = litellm
 
     def _api_key(self) -> str | None:
@@ -231,7 +234,7 @@ class LiteLLMEmbedder(Embedder):
     def _call(self, texts: list[str], timeout: float, retries: int) -> np.ndarray:
         self.load()
         litellm = self._litellm
-        kwargs = {"model": self.model_name, "input": texts, "timeout": timeout}
+        kwargs = {"model": self.model_name, "input": texts, "timeout": timeout, "max_retries": 0}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         key = self._api_key()

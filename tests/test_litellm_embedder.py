@@ -105,10 +105,10 @@ def test_a_build_and_route_from_the_command_line_use_the_configured_server(serve
 
 
 def test_a_server_error_is_retried_until_it_succeeds(server, instant_backoff):
-    server.failures = [500] * 6
+    server.failures = [500] * LiteLLMEmbedder.RETRIES
     vectors = embedder_for(server.url).embed_documents(["deploy the service", "bake bread"])
     assert vectors.shape == (2, 256)
-    assert server.failures == [] and len(server.requests) == 7
+    assert server.failures == [] and len(server.requests) == LiteLLMEmbedder.RETRIES + 1
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
 
 
