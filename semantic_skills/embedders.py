@@ -6,6 +6,7 @@ an embedder first embeds, never when this module is imported.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -221,6 +222,11 @@ class LiteLLMEmbedder(Embedder):
             # litellm turns max_retries=0 into its default (2) for the OpenAI client, which then retries
             # on its own; with that default at 0 the only retries are the ones _call makes.
             litellm.DEFAULT_MAX_RETRIES = 0
+            if "LITELLM_LOG" not in os.environ:
+                # litellm prints records below WARNING to stdout, which carries the CLI's results.
+                for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+                    if logging.getLogger(name).level == logging.NOTSET:
+                        logging.getLogger(name).setLevel(logging.WARNING)
             self._litellm = litellm
 
     def _api_key(self) -> str | None:
