@@ -48,6 +48,7 @@ MAX_TEXT_CHARS = 16_000  # longer texts are clipped before they cross the pipe
 RELOAD_INTERVAL_SECONDS = 1.0
 RESTART_DELAYS_SECONDS = (1, 2, 5, 10, 30, 60)
 STABLE_AFTER_SECONDS = 60.0
+STALL_SECONDS = 10.0  # a worker holding a request this long is hung: it is killed and restarted
 
 # Worker states, as reported in ``state`` events.
 STARTING = "starting"
@@ -315,15 +316,17 @@ class RouterClient:
     """Thread-safe access to a routing worker; no method raises or waits past its timeout.
 
     The worker starts on a background thread at :meth:`start`, is restarted
-    with backoff if it dies, and is stopped by :meth:`close` (or when this
-    process exits, because its stdin closes).
+    with backoff if it dies or holds a request longer than ``stall_seconds``,
+    and is stopped by :meth:`close` (or when this process exits, because its
+    stdin closes).
     """
 
     def __init__(self, index_dir: Path, python: str = sys.executable,
-                 restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS):
+                 restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS, stall_seconds: float = STALL_SECONDS):
         self.index_dir = Path(index_dir)
         self._python = python
         self._restart_delays = restart_delays
+        self._stall_seconds = stall_seconds
         self._log_once = OnceLogger()
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -333,7 +336,7 @@ class RouterClient:
         self._process: subprocess.Popen | None = None
         self._outbox: collections.deque[bytes] = collections.deque()
         self._outbox_ready = threading.Condition(threading.Lock())
-        self._pending: dict[int, Future] = {}
+        self._pending: dict[int, tuple[Future, float]] = {}  # id -> (future, when it was sent)
         self._ids = itertools.count(1)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=3)
         self.state = STARTING
@@ -352,6 +355,7 @@ class RouterClient:
                                                 daemon=True)
             self._supervisor.start()
             threading.Thread(target=self._write_loop, name="semantic-skills-writer", daemon=True).start()
+            threading.Thread(target=self._watch, name="semantic-skills-watchdog", daemon=True).start()
 
     def close(self, wait: float = 2.0) -> None:
         """Stop the worker and fail every open request."""
@@ -429,7 +433,7 @@ class RouterClient:
                 self._on_event(message)
                 continue
             with self._lock:
-                future = self._pending.pop(message.get("id"), None)
+                future, _sent = self._pending.pop(message.get("id"), (None, 0.0))
             if future is not None and not future.done():
                 if message.get("ok"):
                     future.set_result(Reply(OK, message))
@@ -485,9 +489,21 @@ class RouterClient:
     def _fail_pending(self, status: str, error: str) -> None:
         with self._lock:
             pending, self._pending = self._pending, {}
-        for future in pending.values():
+        for future, _sent in pending.values():
             if not future.done():
                 future.set_result(Reply(status, error=error))
+
+    def _watch(self) -> None:
+        """Kill a worker that sits on a request for ``stall_seconds``; the supervisor then restarts it."""
+        while not self._stop.wait(min(1.0, self._stall_seconds / 2)):
+            with self._lock:
+                oldest = next(iter(self._pending.values()), None)
+                process = self._process
+            if oldest is None or process is None or time.monotonic() - oldest[1] < self._stall_seconds:
+                continue
+            self._log_once(logging.WARNING, f"the routing worker did not answer for {self._stall_seconds:.0f} s; "
+                                            "restarting it")
+            process.kill()
 
     # ------------------------------------------------------------------ requests
 
@@ -515,7 +531,7 @@ class RouterClient:
                 future.set_result(Reply(status, error=self.detail or "the routing worker is starting"))
                 return future
             request_id = next(self._ids)
-            self._pending[request_id] = future
+            self._pending[request_id] = (future, time.monotonic())
         if isinstance(payload.get("text"), str):
             payload["text"] = payload["text"][:MAX_TEXT_CHARS]
         # "replace": an unpaired surrogate (chat text can carry one) cannot be UTF-8; it becomes "?".
