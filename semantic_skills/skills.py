@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,10 +340,16 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
             raise SkillFileError("broken or looping symlink") from None
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
-    size = path.stat().st_size
-    if size > MAX_SKILL_BYTES:
-        raise SkillFileError(f"file is {size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit")
-    return path.read_bytes()
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO named SKILL.md must not block the build
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise SkillFileError("not a regular file")
+        if st.st_size > MAX_SKILL_BYTES:
+            raise SkillFileError(
+                f"file is {st.st_size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit"
+            )
+        return fh.read()
 
 
 def discover_skills(
