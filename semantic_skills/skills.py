@@ -279,28 +279,30 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
     except OSError:
         return
     seen: set[tuple[int, int]] = set()
-
-    def walk(directory: Path) -> Iterator[Path]:
+    pending = [root]  # folders still to list, the next one last (a stack: nesting depth costs no recursion)
+    while pending:
+        directory = pending.pop()
         try:
             st = directory.stat()
         except OSError as exc:
             skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
-            return
+            continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            return
+            continue
         seen.add(key)
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
-            return
+            continue
         names = {e.name for e in entries}
         if VENV_MARKER in names:
-            return
+            continue
         is_skill_dir = SKILL_FILENAME in names
         if is_skill_dir:
             yield Path(directory) / SKILL_FILENAME
+        children = []
         for entry in entries:
             if entry.name.startswith(".") or entry.name in EXCLUDED_DIRS:
                 continue
@@ -327,9 +329,8 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
                         )
                     )
                     continue
-            yield from walk(child)
-
-    yield from walk(root)
+            children.append(child)
+        pending.extend(reversed(children))
 
 
 def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
