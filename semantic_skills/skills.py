@@ -21,6 +21,7 @@ from .settings import SkillsRoot
 
 SKILL_FILENAME = "SKILL.md"
 MAX_SKILL_BYTES = 32 * 1024 * 1024
+MAX_FIELD_NODES = 10_000  # values read from one front matter field
 EXCLUDED_DIRS = frozenset(
     {"node_modules", "venv", "site-packages", "__pycache__", "dist-packages"}
 )
@@ -191,24 +192,37 @@ def first_paragraph(body: str) -> str:
     return " ".join(paragraph) or heading
 
 
+def _scalars(value: Any) -> list[str]:
+    """The non-empty scalars inside a front matter value, in order, whitespace collapsed.
+
+    Lists and mappings are walked with a stack and a budget of
+    ``MAX_FIELD_NODES`` values, so YAML aliases nesting a list inside itself
+    many times over (an "alias bomb") cost no more than a long list.
+    """
+    found: list[str] = []
+    pending, budget = [value], MAX_FIELD_NODES
+    while pending and budget:
+        item = pending.pop()
+        budget -= 1
+        if isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple, set)):
+            pending.extend(reversed(list(item)))
+        elif item is not None:
+            text = " ".join(str(item).split())
+            if text:
+                found.append(text)
+    return found
+
+
 def _text_value(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        return " ".join(_text_value(v) for v in value).strip()
-    if isinstance(value, dict):
-        return " ".join(_text_value(v) for v in value.values()).strip()
-    return " ".join(str(value).split())
+    return " ".join(_scalars(value))
 
 
 def _string_list(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
     if isinstance(value, str):
-        value = [v for v in re.split(r"[,\s]+", value)]
-    if not isinstance(value, (list, tuple, set)):
-        value = [value]
-    return tuple(str(v).strip() for v in value if str(v).strip())
+        return tuple(v for v in re.split(r"[,\s]+", value) if v)
+    return tuple(_scalars(value))
 
 
 def _tags(front: dict[str, Any]) -> tuple[str, ...]:
