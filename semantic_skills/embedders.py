@@ -214,6 +214,9 @@ class LiteLLMEmbedder(Embedder):
     def load(self) -> None:
         if self._litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            # Outside "DEV" mode importing litellm does not load the first .env file above its own
+            # folder: that file belongs to another tool (or project) and may hold its secrets.
+            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
             try:
                 import litellm
             except ImportError:
