@@ -22,12 +22,14 @@ from .settings import SkillsRoot
 SKILL_FILENAME = "SKILL.md"
 MAX_SKILL_BYTES = 32 * 1024 * 1024
 MAX_FIELD_NODES = 10_000  # values read from one front matter field
+MAX_NAME_CHARS = 64  # Hermes' own limits: it cuts names and descriptions to these lengths
+MAX_DESCRIPTION_CHARS = 1024
 EXCLUDED_DIRS = frozenset(
     {"node_modules", "venv", "site-packages", "__pycache__", "dist-packages"}
 )
 VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name
 SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
-_OS_NAMES = {"macos": "darwin", "darwin": "darwin", "linux": "linux", "windows": "win32", "win32": "win32"}
+_OS_NAMES = {"macos": "darwin", "linux": "linux", "windows": "win32"}
 
 _FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
@@ -48,30 +50,24 @@ class Skill:
     body: str = field(default="", repr=False, compare=False)
     warnings: tuple[str, ...] = ()
 
-    def available_on(self, platform: str | None = None) -> bool:
-        """True when the ``platforms:`` front matter allows this OS or chat platform.
-
-        Entries naming an OS (``macos``, ``linux``, ``windows``) are matched
-        against this machine, as Hermes does; any other entry (``telegram``,
-        ``cli``...) is matched against the messaging ``platform``.
-        """
-        return platforms_allow(self.platforms, platform)
-
 
 def platforms_allow(platforms: Iterable[str], platform: str | None = None) -> bool:
-    """See :meth:`Skill.available_on`; an empty list allows everything."""
-    platforms = [str(p).strip().lower() for p in platforms if str(p).strip()]
-    if not platforms:
-        return True
-    wanted = (platform or "").strip().lower()
-    for entry in platforms:
-        os_name = _OS_NAMES.get(entry)
-        if os_name is not None:
-            if sys.platform.startswith(os_name):
-                return True
-        elif wanted and entry == wanted:
+    """True when Hermes would offer a skill with these ``platforms:`` entries on this machine.
+
+    As in Hermes, no entries allow every machine, and each entry names an
+    operating system: ``macos``, ``linux``, ``windows`` or a prefix of
+    ``sys.platform`` (Termux counts as Linux). An entry such as ``telegram``
+    matches no machine, so Hermes never offers that skill and the plugin never
+    injects it; the chat ``platform`` therefore plays no part.
+    """
+    termux = bool(os.environ.get("TERMUX_VERSION") or "com.termux/files/usr" in os.environ.get("PREFIX", ""))
+    entries = list(platforms)
+    for entry in entries:
+        wanted = str(entry).strip().lower()
+        wanted = _OS_NAMES.get(wanted, wanted)
+        if sys.platform.startswith(wanted) or (termux and wanted in ("linux", "termux", "android")):
             return True
-    return False
+    return not entries
 
 
 @dataclass(frozen=True)
@@ -225,6 +221,19 @@ def _string_list(value: Any) -> tuple[str, ...]:
     return tuple(_scalars(value))
 
 
+def _platforms(value: Any) -> tuple[str, ...]:
+    """``platforms:`` as Hermes reads it: a list's items, or one value as a single entry.
+
+    A nested list or mapping stays an entry (one that names no operating
+    system), so it can never widen where a skill is offered.
+    """
+    if not value:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    return tuple("(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item).strip()
+                 for item in items[:MAX_FIELD_NODES])
+
+
 def _tags(front: dict[str, Any]) -> tuple[str, ...]:
     tags = list(_string_list(front.get("tags")))
     metadata = front.get("metadata")
@@ -249,8 +258,10 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         front, yaml_warnings = parse_front_matter(block)
         warnings.extend(yaml_warnings)
     folder = path.parent.name
-    name = _text_value(front.get("name")) or folder
+    name = (_text_value(front.get("name")) or folder)[:MAX_NAME_CHARS]
     description = _text_value(front.get("description")) or first_paragraph(body)
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
     try:
         relative = path.parent.relative_to(root)
         category = "/".join(relative.parts[:-1])
@@ -263,7 +274,7 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         path=str(path),
         folder=folder,
         content_hash=hashlib.sha256(raw).hexdigest(),
-        platforms=_string_list(front.get("platforms")),
+        platforms=_platforms(front.get("platforms")),
         tags=_tags(front),
         external=external,
         body=body,
