@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -205,7 +206,7 @@ class RoutingService:
         decision = router.route(text, platform=platform, exclude=exclude)
         answer = {"ok": True, "skill": None, "score": round(decision.score, 4), "reason": decision.reason}
         if decision.skill is not None:
-            markdown = self._read_markdown(decision.skill.path)
+            markdown = self._read_markdown(decision.skill.path, router.manifest.roots)
             if markdown is None:
                 answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
             else:
@@ -221,25 +222,38 @@ class RoutingService:
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         best = None
         if found:
-            markdown = self._read_markdown(found[0].path)
+            markdown = self._read_markdown(found[0].path, router.manifest.roots)
             if markdown is not None:
                 body = strip_front_matter(markdown).strip("\n")
                 best = {"name": found[0].name, "content": cap_body(found[0].name, body, max_chars),
                         "truncated": len(body) > max_chars}
         return {"ok": True, "results": results, "best": best}
 
-    def _read_markdown(self, path: str) -> str | None:
-        """The text of a SKILL.md named by the index, cached on its mtime and size."""
+    def _read_markdown(self, path: str, roots: list[str]) -> str | None:
+        """The text of a SKILL.md named by the index, cached on its inode, mtime and size.
+
+        Only a regular file that still lies inside one of the index's skills
+        roots is read: a SKILL.md swapped after the build for a link to another
+        file (or for a FIFO, which would block) gives None.
+        """
+        from .skills import MAX_SKILL_BYTES
+
         try:
-            st = os.stat(path)
-            stamp = (st.st_mtime_ns, st.st_size)
-            cached = self._markdown.get(path)
-            if cached and cached[0] == stamp:
-                self._markdown.move_to_end(path)
-                return cached[1]
-            with open(path, "rb") as fh:
+            real = Path(path).resolve()
+            if not any(real.is_relative_to(Path(root).resolve()) for root in roots):
+                return None
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SKILL_BYTES:
+                    return None
+                stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+                cached = self._markdown.get(path)
+                if cached and cached[0] == stamp:
+                    self._markdown.move_to_end(path)
+                    return cached[1]
                 text = fh.read().decode("utf-8", errors="replace")
-        except OSError:
+        except (OSError, ValueError):
             return None
         self._markdown[path] = (stamp, text)
         if len(self._markdown) > 64:
