@@ -1,8 +1,8 @@
 """Fixtures for the reliability catalogue.
 
-``plugin`` is one Hermes home for the whole session: the example skills plus
-skills Hermes would never offer (quarantined, disabled, for another platform
-or OS), an index built with the bundled model, and the plugin loaded through
+``plugin`` is one Hermes home for the whole session: the example skills, a
+2 MB skill, and skills Hermes would never offer (quarantined, disabled, for
+another platform or OS), an index built with the bundled model, and the plugin loaded through
 a fresh Hermes plugin manager with its routing worker warm (see
 ``reliability_kit.plugin_loaded``, which puts Hermes' global state back
 afterwards, so the tests in ``tests/hermes`` are not disturbed whichever runs
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from reliability_kit import KEY_ENV, WORKER_READY_SECONDS, make_home, plugin_loaded, write_forbidden_skills
+from reliability_kit import (KEY_ENV, WORKER_READY_SECONDS, make_home, plugin_loaded, write_forbidden_skills,
+                             write_oversized_skill)
 from support import FakeEmbeddingServer
 
 
@@ -38,6 +39,7 @@ def plugin(tmp_path_factory, bundled_embedder):
 
     home = make_home(tmp_path_factory.mktemp("reliability"), {"route_timeout_ms": 10000})
     write_forbidden_skills(home / "skills")
+    write_oversized_skill(home / "skills")
     build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=bundled_embedder)
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
