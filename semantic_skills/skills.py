@@ -367,15 +367,17 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO named SKILL.md must not block the build
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SkillFileError("not a regular file")
         if st.st_size > MAX_SKILL_BYTES:
             raise SkillFileError(
                 f"file is {st.st_size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit"
             )
-        return fh.read()
+        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    finally:
+        os.close(fd)
 
 
 def discover_skills(
