@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -35,7 +36,10 @@ class _Command(click.Command):
             _fail(str(exc))
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
-            _fail(f"{exc.strerror or exc}{where}")
+            hint = ""
+            if exc.errno == errno.ENOSPC:
+                hint = "; free some space and run it again (the previous index is unchanged)"
+            _fail(f"{exc.strerror or exc}{where}{hint}")
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
