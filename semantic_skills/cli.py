@@ -259,12 +259,12 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
 @json_option
 def status(index_dir, as_json):
     """Show the index: where it is, which embedder built it, and what changed on disk since."""
-    from .index import read_manifest
+    from .index import load_index
     from .skills import discover_skills
 
     settings = _settings()
     folder = _index_dir(settings, index_dir)
-    manifest = read_manifest(folder)
+    manifest, _vectors = load_index(folder)  # the vectors too: a corrupt index is reported, not shown as fine
     roots = [SkillsRoot(Path(r)) for r in manifest.roots]
     reuse = {(r.path, r.content_hash): r.to_skill() for r in manifest.skills}
     found = discover_skills(roots, reuse)
