@@ -83,7 +83,9 @@ def _open_router(index_dir: Path | None, backend: str | None, model: str | None)
     flags_given = bool(backend or model)
     configured = settings.embedder != EmbedderSettings()
     embedder = _embedder_settings(settings, backend, model) if (flags_given or configured) else None
-    return SkillRouter.open(_index_dir(settings, index_dir), embedder=embedder, threshold=settings.threshold)
+    router = SkillRouter.open(_index_dir(settings, index_dir), embedder=embedder, threshold=settings.threshold)
+    router.warm()  # a model whose vectors differ in dimension from the index is refused here, in one line
+    return router
 
 
 index_dir_option = click.option(
