@@ -231,6 +231,25 @@ def test_a_slow_server_never_holds_a_gateway_message_past_its_budget(remote_runt
     assert len(logged) == len(set(logged)) and len(logged) <= 3
 
 
+@pytest.mark.parametrize("fault", ["500s", "down"])
+def test_a_failing_server_lets_every_message_through_with_one_log_line(remote_runtime, embedding_server, tmp_path,
+                                                                      caplog, fault):
+    gateway = Gateway(tmp_path / "sessions")
+    if fault == "500s":
+        embedding_server.failures = [500] * 1000
+    else:
+        embedding_server.__exit__(None, None, None)
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        outcomes = [timed(lambda n=n: gateway_message(remote_runtime, gateway, f"{DOCKER} ({n})")) for n in range(10)]
+
+    assert [result for result, _ in outcomes] == [None] * 10
+    assert max(seconds for _, seconds in outcomes) < remote_runtime.route_timeout() + 1.5
+    failures = [r.getMessage() for r in caplog.records if "routing failed" in r.getMessage()]
+    assert len(failures) == 1 and "cannot get embeddings" in failures[0]
+    if fault == "500s":
+        assert len(embedding_server.requests) == 10  # one request per message: no hidden retries
+
+
 def test_the_gateway_budget_is_configurable(remote_runtime, embedding_server, tmp_path):
     write_settings(remote_runtime.home, index_dir=str(remote_runtime.index_dir), route_timeout_ms=50,
                    **litellm_settings(embedding_server.url))
