@@ -125,7 +125,7 @@ message_text = st.one_of(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=message_text)
 def test_any_text_through_the_registered_hook_is_kept_byte_for_byte(gateway, hook_failures, text):
     event, results = dispatch(gateway, text)
