@@ -136,7 +136,10 @@ def test_a_second_build_while_one_runs_exits_at_once_with_a_clear_message(tmp_pa
 
 @pytest.fixture()
 def remote_setup(tmp_path, monkeypatch):
-    """Two skill sets indexed through the fake server and a plugin runtime serving that index."""
+    """Two skill sets indexed through the fake server and a plugin runtime serving that index.
+
+    Budgets are generous: these tests are about torn state under load, not latency.
+    """
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with FakeEmbeddingServer() as server:
         alpha, beta = two_skill_sets(tmp_path)
@@ -144,7 +147,7 @@ def remote_setup(tmp_path, monkeypatch):
         embedder = LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV)
         build_index([SkillsRoot(alpha)], index_dir, EmbedderSettings(), embedder=embedder)
         home = make_home(tmp_path / "h", {"index_dir": str(index_dir), "route_timeout_ms": 10000,
-                                          **litellm_settings(server.url)}, skills=None)
+                                          **litellm_settings(server.url, timeout_ms=10000)}, skills=None)
         monkeypatch.setenv("HERMES_HOME", str(home))
         monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
         rt = PluginRuntime(home)

@@ -171,19 +171,31 @@ def test_a_local_model_folder_that_disappeared_is_one_line(tmp_path):
 
 
 @pytest.fixture()
-def remote_runtime(embedding_server, litellm_index, tmp_path, monkeypatch):
-    """A plugin runtime routing with the fake server, its worker ready; default budgets."""
-    home = make_home(tmp_path, {"index_dir": str(litellm_index), **litellm_settings(embedding_server.url)},
-                     skills=None)
-    monkeypatch.setenv("HERMES_HOME", str(home))
+def start_remote_runtime(embedding_server, litellm_index, tmp_path, monkeypatch):
+    """Starts a plugin runtime routing with the fake server (embedder settings as keywords); the default
+    gateway budget."""
     monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
-    rt = PluginRuntime(home)
-    rt.start()
-    try:
-        assert rt.client.wait_ready(READY_SECONDS), rt.client.detail
-        yield rt
-    finally:
+    started = []
+
+    def start(**embedder) -> PluginRuntime:
+        home = make_home(tmp_path, {"index_dir": str(litellm_index),
+                                    **litellm_settings(embedding_server.url, **embedder)}, skills=None)
+        monkeypatch.setenv("HERMES_HOME", str(home))
+        started.append(PluginRuntime(home))
+        started[-1].start()
+        assert started[-1].client.wait_ready(READY_SECONDS), started[-1].client.detail
+        return started[-1]
+
+    yield start
+    for rt in started:
         rt.close()
+
+
+@pytest.fixture()
+def remote_runtime(start_remote_runtime) -> PluginRuntime:
+    """A runtime whose worker waits up to 10 s for an embedding, so a loaded machine cannot turn a
+    server fault into a timeout; only the gateway's own budget is under test."""
+    return start_remote_runtime(timeout_ms=10000)
 
 
 def gateway_message(rt: PluginRuntime, gateway: Gateway, text: str):
@@ -214,8 +226,9 @@ def test_the_default_budget_for_a_remote_embedder_is_at_most_200_ms(remote_runti
     assert len(embedding_server.requests) == 1
 
 
-def test_a_slow_server_never_holds_a_gateway_message_past_its_budget(remote_runtime, embedding_server, tmp_path,
-                                                                    caplog):
+def test_a_slow_server_never_holds_a_gateway_message_past_its_budget(start_remote_runtime, embedding_server,
+                                                                    tmp_path, caplog):
+    remote_runtime = start_remote_runtime()  # the default 200 ms embedding timeout ends the late answer
     gateway = Gateway(tmp_path / "sessions")
     budget = remote_runtime.route_timeout()
     embedding_server.delay = 8.0
@@ -252,7 +265,7 @@ def test_a_failing_server_lets_every_message_through_with_one_log_line(remote_ru
 
 def test_the_gateway_budget_is_configurable(remote_runtime, embedding_server, tmp_path):
     write_settings(remote_runtime.home, index_dir=str(remote_runtime.index_dir), route_timeout_ms=50,
-                   **litellm_settings(embedding_server.url))
+                   **litellm_settings(embedding_server.url, timeout_ms=10000))
     embedding_server.delay = 8.0
     gateway = Gateway(tmp_path / "sessions")
     result, seconds = timed(lambda: gateway_message(remote_runtime, gateway, DOCKER))
