@@ -88,5 +88,7 @@ def test_huge_messages_that_never_reach_the_agent_do_not_pile_up(gateway, plugin
                     session_store=gateway.runner.session_store)
     grown_mib = (rss_kib() - before) / 1024
 
+    print(json.dumps({"waiting_turns": len(plugin_env.runtime.turns), "message_chars": len(text),
+                      "host_rss_growth_mib": round(grown_mib, 1)}))
     assert len(plugin_env.runtime.turns) <= LEDGER_TURNS
     assert grown_mib < 256, f"{grown_mib:.0f} MiB kept for {LEDGER_TURNS} waiting turns"
