@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import signal
-import stat
 import subprocess
 import sys
 import threading
@@ -236,24 +235,20 @@ class RoutingService:
         roots is read: a SKILL.md swapped after the build for a link to another
         file (or for a FIFO, which would block) gives None.
         """
-        from .skills import MAX_SKILL_BYTES
+        from .skills import SkillFileError, read_skill_file
 
         try:
             real = Path(path).resolve()
             if not any(real.is_relative_to(Path(root).resolve()) for root in roots):
                 return None
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SKILL_BYTES:
-                    return None
-                stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-                cached = self._markdown.get(path)
-                if cached and cached[0] == stamp:
-                    self._markdown.move_to_end(path)
-                    return cached[1]
-                text = fh.read().decode("utf-8", errors="replace")
-        except (OSError, ValueError):
+            st = os.stat(real)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+            cached = self._markdown.get(path)
+            if cached and cached[0] == stamp:
+                self._markdown.move_to_end(path)
+                return cached[1]
+            text = read_skill_file(real).decode("utf-8", errors="replace")
+        except (OSError, SkillFileError):
             return None
         self._markdown[path] = (stamp, text)
         if len(self._markdown) > 64:

@@ -366,7 +366,16 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
             raise SkillFileError("broken or looping symlink") from None
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO named SKILL.md must not block the build
+    return read_skill_file(path)
+
+
+def read_skill_file(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES``.
+
+    Raises :class:`SkillFileError` (or ``OSError``) otherwise. The file is
+    opened without blocking, so a FIFO named SKILL.md cannot hang the caller.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
