@@ -331,7 +331,8 @@ class RouterClient:
     """
 
     def __init__(self, index_dir: Path, python: str = sys.executable,
-                 restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS, stall_seconds: float = STALL_SECONDS):
+                 restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
+                 stall_seconds: float = STALL_SECONDS):
         self.index_dir = Path(index_dir)
         self._python = python
         self._restart_delays = restart_delays

@@ -70,7 +70,8 @@ def write_oversized_skill(skills_dir: Path) -> None:
     body = "# Log rotation handbook\n\n" + "".join(
         f"Step {i}: rotate the nginx access logs nightly, compress them and keep fourteen days.\n"
         for i in range(25_000))
-    write_skill(skills_dir, f"ops/{OVERSIZED_SKILL}", f"---\nname: {OVERSIZED_SKILL}\ndescription: {description}\n---\n{body}")
+    write_skill(skills_dir, f"ops/{OVERSIZED_SKILL}",
+                f"---\nname: {OVERSIZED_SKILL}\ndescription: {description}\n---\n{body}")
 
 
 def make_home(root: Path, settings: dict | None = None, skills: Path | None = EXAMPLES / "skills") -> Path:

@@ -89,8 +89,8 @@ GOOD_BUT_ODD = {
                      "\ufeff---\r\nname: sourdough-starter\r\ndescription: Feed and maintain a sourdough starter"
                      "\r\n---\r\n# Starter\r\n\r\nFeed it flour and water every day.\r\n".encode("utf-8"), None),
     "odd/alias-bomb": ("alias-bomb", YAML_ALIAS_BOMB, None),
-    "odd/surrogate-escape": ("surrogate-escape", '---\nname: surrogate-escape\ndescription: "bad \\ud800 escape"\n---\nx\n',
-                             None),
+    "odd/surrogate-escape": ("surrogate-escape",
+                             '---\nname: surrogate-escape\ndescription: "bad \\ud800 escape"\n---\nx\n', None),
     "odd/not-a-mapping": ("not-a-mapping", "---\n- just\n- a list\n---\nA skill whose front matter is a list.\n",
                           "not a mapping"),
     "odd/duplicate-a": ("duplicated-name", "---\nname: duplicated-name\ndescription: First of two\n---\nx\n", None),

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from hermes_testkit import Gateway, subprocess_env
 
-from reliability_kit import (FORBIDDEN, HERMES_NAME_LENGTH, KEY_ENV, OVERSIZED_QUERY, OVERSIZED_SKILL, WORKER_READY_SECONDS,
-                             litellm_settings, make_home, plugin_loaded)
+from reliability_kit import (FORBIDDEN, HERMES_NAME_LENGTH, KEY_ENV, OVERSIZED_QUERY, OVERSIZED_SKILL,
+                             WORKER_READY_SECONDS, litellm_settings, make_home, plugin_loaded)
 from support import REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
 from semantic_skills.embedders import LiteLLMEmbedder
@@ -333,4 +333,5 @@ def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skil
     for answer in answers:
         assert answer.status == OK, answer.error
         assert CANARY not in json.dumps(answer.data)
-        assert answer.data.get("skill") is None and (answer.data.get("best") or {}).get("name") != "docker-compose-debug"
+        assert answer.data.get("skill") is None
+        assert (answer.data.get("best") or {}).get("name") != "docker-compose-debug"
