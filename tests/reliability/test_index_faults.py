@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hermes_testkit import Gateway, wait_until, write_settings
+from hermes_testkit import Gateway, wait_until
 
 from reliability_kit import KEY_ENV, litellm_settings, make_home
 from support import EXAMPLES, REPO, FakeEmbeddingServer
