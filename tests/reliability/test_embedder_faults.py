@@ -320,3 +320,36 @@ def test_a_request_to_a_worker_that_never_answers_times_out_within_its_budget(li
     finally:
         os.kill(client._process.pid, signal.SIGKILL)
         client.close()
+
+
+def test_model_files_gone_after_the_build_let_every_message_through_with_one_log_line(examples_index, tmp_path,
+                                                                                     monkeypatch, caplog):
+    import json
+    import shutil
+
+    from semantic_skills.service import FAILED
+
+    index_dir, model = tmp_path / "index", tmp_path / "model-folder-since-deleted"
+    shutil.copytree(examples_index, index_dir)
+    manifest = json.loads((index_dir / "manifest.json").read_text())
+    manifest["embedder"]["model"] = str(model)  # as if built with --model FOLDER, and FOLDER then removed
+    (index_dir / "manifest.json").write_text(json.dumps(manifest))
+    home = make_home(tmp_path, {"index_dir": str(index_dir)}, skills=None)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+    gateway = Gateway(tmp_path / "sessions")
+    rt = PluginRuntime(home)
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        rt.start()
+        try:
+            assert wait_until(lambda: rt.client.state == FAILED, timeout=READY_SECONDS), rt.client.state
+            outcomes = [timed(lambda n=n: gateway_message(rt, gateway, f"{DOCKER} ({n})")) for n in range(20)]
+            contexts = [hooks.pre_llm_call(rt, session_id=f"cli-{n}", user_message=DOCKER, platform="cli",
+                                           sender_id="") for n in range(5)]
+        finally:
+            rt.close()
+
+    assert [result for result, _ in outcomes] == [None] * 20 and contexts == [None] * 5
+    assert max(seconds for _, seconds in outcomes) < 1.5
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and str(model) in warnings[0]
