@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -35,7 +36,10 @@ class _Command(click.Command):
             _fail(str(exc))
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
-            _fail(f"{exc.strerror or exc}{where}")
+            hint = ""
+            if exc.errno == errno.ENOSPC:
+                hint = "; free some space and run it again (the previous index is unchanged)"
+            _fail(f"{exc.strerror or exc}{where}{hint}")
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except KeyboardInterrupt:
@@ -79,7 +83,9 @@ def _open_router(index_dir: Path | None, backend: str | None, model: str | None)
     flags_given = bool(backend or model)
     configured = settings.embedder != EmbedderSettings()
     embedder = _embedder_settings(settings, backend, model) if (flags_given or configured) else None
-    return SkillRouter.open(_index_dir(settings, index_dir), embedder=embedder, threshold=settings.threshold)
+    router = SkillRouter.open(_index_dir(settings, index_dir), embedder=embedder, threshold=settings.threshold)
+    router.warm()  # a model whose vectors differ in dimension from the index is refused here, in one line
+    return router
 
 
 index_dir_option = click.option(
@@ -255,12 +261,12 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
 @json_option
 def status(index_dir, as_json):
     """Show the index: where it is, which embedder built it, and what changed on disk since."""
-    from .index import read_manifest
+    from .index import load_index
     from .skills import discover_skills
 
     settings = _settings()
     folder = _index_dir(settings, index_dir)
-    manifest = read_manifest(folder)
+    manifest, _vectors = load_index(folder)  # the vectors too: a corrupt index is reported, not shown as fine
     roots = [SkillsRoot(Path(r)) for r in manifest.roots]
     reuse = {(r.path, r.content_hash): r.to_skill() for r in manifest.skills}
     found = discover_skills(roots, reuse)

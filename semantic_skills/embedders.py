@@ -214,13 +214,22 @@ class LiteLLMEmbedder(Embedder):
     def load(self) -> None:
         if self._litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            # Outside "DEV" mode importing litellm does not load the first .env file above its own
+            # folder: that file belongs to another tool (or project) and may hold its secrets.
+            os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
             try:
                 import litellm
             except ImportError:
                 raise EmbedderError("litellm is not installed; run: pip install litellm") from None
             litellm.suppress_debug_info = True
-            for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-                logging.getLogger(name).setLevel(logging.WARNING)
+            # litellm turns max_retries=0 into its default (2) for the OpenAI client, which then retries
+            # on its own; with that default at 0 the only retries are the ones _call makes.
+            litellm.DEFAULT_MAX_RETRIES = 0
+            if "LITELLM_LOG" not in os.environ:
+                # litellm prints records below WARNING to stdout, which carries the CLI's results.
+                for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+                    if logging.getLogger(name).level == logging.NOTSET:
+                        logging.getLogger(name).setLevel(logging.WARNING)
             self._litellm = litellm
 
     def _api_key(self) -> str | None:
@@ -234,7 +243,7 @@ class LiteLLMEmbedder(Embedder):
     def _call(self, texts: list[str], timeout: float, retries: int) -> np.ndarray:
         self.load()
         litellm = self._litellm
-        kwargs = {"model": self.model_name, "input": texts, "timeout": timeout}
+        kwargs = {"model": self.model_name, "input": texts, "timeout": timeout, "max_retries": 0}
         if self.api_base:
             kwargs["api_base"] = self.api_base
         key = self._api_key()

@@ -2,7 +2,7 @@
 
 Layout of an index folder::
 
-    manifest.json          the commit point; names the vectors file below
+    manifest.json          the commit point; names the vectors file below and its SHA-256
     vectors-<id>.faiss     one row per embedded view, in manifest order
     .lock                  held by a running build
 
@@ -13,6 +13,7 @@ never a mix, and a crashed build leaves the old index in place.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -94,6 +95,7 @@ class Manifest:
     built_at: str = ""
     roots: list[str] = field(default_factory=list)
     router: dict = field(default_factory=dict)
+    vectors_sha256: str = ""  # empty in indexes built before checksums were recorded
 
     def as_dict(self) -> dict:
         return {
@@ -103,7 +105,7 @@ class Manifest:
             "embedder": self.embedder.as_dict(),
             "document_text": self.recipe,
             "roots": self.roots,
-            "vectors": {"file": self.vectors_file, "rows": self.rows},
+            "vectors": {"file": self.vectors_file, "rows": self.rows, "sha256": self.vectors_sha256},
             "router": self.router,
             "skills": [s.as_dict() for s in self.skills],
         }
@@ -124,6 +126,7 @@ class Manifest:
             built_at=str(data.get("built_at", "")),
             roots=[str(r) for r in data.get("roots", [])],
             router=dict(data.get("router") or {}),
+            vectors_sha256=str(vectors.get("sha256") or ""),
         )
 
     def check_consistent(self) -> None:
@@ -168,7 +171,17 @@ def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
     if not path.is_file():
         raise IndexCorrupt(f"the index vectors file {path} is missing; {_fix_hint(index_dir)}")
     try:
-        index = faiss.read_index(str(path))
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise IndexCorrupt(
+            f"cannot read the index vectors {path} ({exc.strerror or exc}); {_fix_hint(index_dir)}"
+        ) from None
+    if manifest.vectors_sha256 and hashlib.sha256(raw).hexdigest() != manifest.vectors_sha256:
+        raise IndexCorrupt(
+            f"the index vectors {path} do not match the checksum in the manifest; {_fix_hint(index_dir)}"
+        )
+    try:
+        index = faiss.deserialize_index(np.frombuffer(raw, dtype=np.uint8))
         vectors = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
         vectors = np.array(vectors, dtype=np.float32, copy=True)
     except Exception as exc:
@@ -253,6 +266,7 @@ def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> Non
             flat.add(vectors)
         faiss.write_index(flat, str(tmp_vectors))
         with open(tmp_vectors, "rb+") as fh:
+            manifest.vectors_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
             os.fsync(fh.fileno())
         os.replace(tmp_vectors, final_vectors)
         payload = json.dumps(manifest.as_dict(), ensure_ascii=False, indent=1).encode("utf-8")

@@ -48,6 +48,7 @@ MAX_TEXT_CHARS = 16_000  # longer texts are clipped before they cross the pipe
 RELOAD_INTERVAL_SECONDS = 1.0
 RESTART_DELAYS_SECONDS = (1, 2, 5, 10, 30, 60)
 STABLE_AFTER_SECONDS = 60.0
+STALL_SECONDS = 10.0  # a worker holding a request this long is hung: it is killed and restarted
 
 # Worker states, as reported in ``state`` events.
 STARTING = "starting"
@@ -204,7 +205,7 @@ class RoutingService:
         decision = router.route(text, platform=platform, exclude=exclude)
         answer = {"ok": True, "skill": None, "score": round(decision.score, 4), "reason": decision.reason}
         if decision.skill is not None:
-            markdown = self._read_markdown(decision.skill.path)
+            markdown = self._read_markdown(decision.skill.path, router.manifest.roots)
             if markdown is None:
                 answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
             else:
@@ -220,25 +221,34 @@ class RoutingService:
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         best = None
         if found:
-            markdown = self._read_markdown(found[0].path)
+            markdown = self._read_markdown(found[0].path, router.manifest.roots)
             if markdown is not None:
                 body = strip_front_matter(markdown).strip("\n")
                 best = {"name": found[0].name, "content": cap_body(found[0].name, body, max_chars),
                         "truncated": len(body) > max_chars}
         return {"ok": True, "results": results, "best": best}
 
-    def _read_markdown(self, path: str) -> str | None:
-        """The text of a SKILL.md named by the index, cached on its mtime and size."""
+    def _read_markdown(self, path: str, roots: list[str]) -> str | None:
+        """The text of a SKILL.md named by the index, cached on its inode, mtime and size.
+
+        Only a regular file that still lies inside one of the index's skills
+        roots is read: a SKILL.md swapped after the build for a link to another
+        file (or for a FIFO, which would block) gives None.
+        """
+        from .skills import SkillFileError, read_skill_file
+
         try:
-            st = os.stat(path)
-            stamp = (st.st_mtime_ns, st.st_size)
+            real = Path(path).resolve()
+            if not any(real.is_relative_to(Path(root).resolve()) for root in roots):
+                return None
+            st = os.stat(real)
+            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
             cached = self._markdown.get(path)
             if cached and cached[0] == stamp:
                 self._markdown.move_to_end(path)
                 return cached[1]
-            with open(path, "rb") as fh:
-                text = fh.read().decode("utf-8", errors="replace")
-        except OSError:
+            text = read_skill_file(real).decode("utf-8", errors="replace")
+        except (OSError, SkillFileError):
             return None
         self._markdown[path] = (stamp, text)
         if len(self._markdown) > 64:
@@ -315,15 +325,18 @@ class RouterClient:
     """Thread-safe access to a routing worker; no method raises or waits past its timeout.
 
     The worker starts on a background thread at :meth:`start`, is restarted
-    with backoff if it dies, and is stopped by :meth:`close` (or when this
-    process exits, because its stdin closes).
+    with backoff if it dies or holds a request longer than ``stall_seconds``,
+    and is stopped by :meth:`close` (or when this process exits, because its
+    stdin closes).
     """
 
     def __init__(self, index_dir: Path, python: str = sys.executable,
-                 restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS):
+                 restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
+                 stall_seconds: float = STALL_SECONDS):
         self.index_dir = Path(index_dir)
         self._python = python
         self._restart_delays = restart_delays
+        self._stall_seconds = stall_seconds
         self._log_once = OnceLogger()
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -333,7 +346,7 @@ class RouterClient:
         self._process: subprocess.Popen | None = None
         self._outbox: collections.deque[bytes] = collections.deque()
         self._outbox_ready = threading.Condition(threading.Lock())
-        self._pending: dict[int, Future] = {}
+        self._pending: dict[int, tuple[Future, float]] = {}  # id -> (future, when it was sent)
         self._ids = itertools.count(1)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=3)
         self.state = STARTING
@@ -352,6 +365,7 @@ class RouterClient:
                                                 daemon=True)
             self._supervisor.start()
             threading.Thread(target=self._write_loop, name="semantic-skills-writer", daemon=True).start()
+            threading.Thread(target=self._watch, name="semantic-skills-watchdog", daemon=True).start()
 
     def close(self, wait: float = 2.0) -> None:
         """Stop the worker and fail every open request."""
@@ -429,7 +443,7 @@ class RouterClient:
                 self._on_event(message)
                 continue
             with self._lock:
-                future = self._pending.pop(message.get("id"), None)
+                future, _sent = self._pending.pop(message.get("id"), (None, 0.0))
             if future is not None and not future.done():
                 if message.get("ok"):
                     future.set_result(Reply(OK, message))
@@ -485,9 +499,21 @@ class RouterClient:
     def _fail_pending(self, status: str, error: str) -> None:
         with self._lock:
             pending, self._pending = self._pending, {}
-        for future in pending.values():
+        for future, _sent in pending.values():
             if not future.done():
                 future.set_result(Reply(status, error=error))
+
+    def _watch(self) -> None:
+        """Kill a worker that sits on a request for ``stall_seconds``; the supervisor then restarts it."""
+        while not self._stop.wait(min(1.0, self._stall_seconds / 2)):
+            with self._lock:
+                oldest = next(iter(self._pending.values()), None)
+                process = self._process
+            if oldest is None or process is None or time.monotonic() - oldest[1] < self._stall_seconds:
+                continue
+            self._log_once(logging.WARNING, f"the routing worker did not answer for {self._stall_seconds:.0f} s; "
+                                            "restarting it")
+            process.kill()
 
     # ------------------------------------------------------------------ requests
 
@@ -515,10 +541,12 @@ class RouterClient:
                 future.set_result(Reply(status, error=self.detail or "the routing worker is starting"))
                 return future
             request_id = next(self._ids)
-            self._pending[request_id] = future
+            self._pending[request_id] = (future, time.monotonic())
         if isinstance(payload.get("text"), str):
             payload["text"] = payload["text"][:MAX_TEXT_CHARS]
-        line = json.dumps({"id": request_id, "op": op, **payload}, ensure_ascii=False).encode("utf-8") + b"\n"
+        # "replace": an unpaired surrogate (chat text can carry one) cannot be UTF-8; it becomes "?".
+        request = json.dumps({"id": request_id, "op": op, **payload}, ensure_ascii=False)
+        line = request.encode("utf-8", "replace") + b"\n"
         with self._outbox_ready:
             self._outbox.append(line)
             self._outbox_ready.notify()

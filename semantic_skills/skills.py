@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +21,15 @@ from .settings import SkillsRoot
 
 SKILL_FILENAME = "SKILL.md"
 MAX_SKILL_BYTES = 32 * 1024 * 1024
+MAX_FIELD_NODES = 10_000  # values read from one front matter field
+MAX_NAME_CHARS = 64  # Hermes' own limits: it cuts names and descriptions to these lengths
+MAX_DESCRIPTION_CHARS = 1024
 EXCLUDED_DIRS = frozenset(
     {"node_modules", "venv", "site-packages", "__pycache__", "dist-packages"}
 )
 VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name
 SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
-_OS_NAMES = {"macos": "darwin", "darwin": "darwin", "linux": "linux", "windows": "win32", "win32": "win32"}
+_OS_NAMES = {"macos": "darwin", "linux": "linux", "windows": "win32"}
 
 _FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
@@ -46,30 +50,24 @@ class Skill:
     body: str = field(default="", repr=False, compare=False)
     warnings: tuple[str, ...] = ()
 
-    def available_on(self, platform: str | None = None) -> bool:
-        """True when the ``platforms:`` front matter allows this OS or chat platform.
-
-        Entries naming an OS (``macos``, ``linux``, ``windows``) are matched
-        against this machine, as Hermes does; any other entry (``telegram``,
-        ``cli``...) is matched against the messaging ``platform``.
-        """
-        return platforms_allow(self.platforms, platform)
-
 
 def platforms_allow(platforms: Iterable[str], platform: str | None = None) -> bool:
-    """See :meth:`Skill.available_on`; an empty list allows everything."""
-    platforms = [str(p).strip().lower() for p in platforms if str(p).strip()]
-    if not platforms:
-        return True
-    wanted = (platform or "").strip().lower()
-    for entry in platforms:
-        os_name = _OS_NAMES.get(entry)
-        if os_name is not None:
-            if sys.platform.startswith(os_name):
-                return True
-        elif wanted and entry == wanted:
+    """True when Hermes would offer a skill with these ``platforms:`` entries on this machine.
+
+    As in Hermes, no entries allow every machine, and each entry names an
+    operating system: ``macos``, ``linux``, ``windows`` or a prefix of
+    ``sys.platform`` (Termux counts as Linux). An entry such as ``telegram``
+    matches no machine, so Hermes never offers that skill and the plugin never
+    injects it; the chat ``platform`` therefore plays no part.
+    """
+    termux = bool(os.environ.get("TERMUX_VERSION") or "com.termux/files/usr" in os.environ.get("PREFIX", ""))
+    entries = list(platforms)
+    for entry in entries:
+        wanted = str(entry).strip().lower()
+        wanted = _OS_NAMES.get(wanted, wanted)
+        if sys.platform.startswith(wanted) or (termux and wanted in ("linux", "termux", "android")):
             return True
-    return False
+    return not entries
 
 
 @dataclass(frozen=True)
@@ -190,24 +188,50 @@ def first_paragraph(body: str) -> str:
     return " ".join(paragraph) or heading
 
 
+def _scalars(value: Any) -> list[str]:
+    """The non-empty scalars inside a front matter value, in order, whitespace collapsed.
+
+    Lists and mappings are walked with a stack and a budget of
+    ``MAX_FIELD_NODES`` values, so YAML aliases nesting a list inside itself
+    many times over (an "alias bomb") cost no more than a long list.
+    """
+    found: list[str] = []
+    pending, budget = [value], MAX_FIELD_NODES
+    while pending and budget:
+        item = pending.pop()
+        budget -= 1
+        if isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple, set)):
+            pending.extend(reversed(list(item)))
+        elif item is not None:
+            text = " ".join(str(item).split())
+            if text:
+                found.append(text)
+    return found
+
+
 def _text_value(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        return " ".join(_text_value(v) for v in value).strip()
-    if isinstance(value, dict):
-        return " ".join(_text_value(v) for v in value.values()).strip()
-    return " ".join(str(value).split())
+    return " ".join(_scalars(value))
 
 
 def _string_list(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
     if isinstance(value, str):
-        value = [v for v in re.split(r"[,\s]+", value)]
-    if not isinstance(value, (list, tuple, set)):
-        value = [value]
-    return tuple(str(v).strip() for v in value if str(v).strip())
+        return tuple(v for v in re.split(r"[,\s]+", value) if v)
+    return tuple(_scalars(value))
+
+
+def _platforms(value: Any) -> tuple[str, ...]:
+    """``platforms:`` as Hermes reads it: a list's items, or one value as a single entry.
+
+    A nested list or mapping stays an entry (one that names no operating
+    system), so it can never widen where a skill is offered.
+    """
+    if not value:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    return tuple("(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item).strip()
+                 for item in items[:MAX_FIELD_NODES])
 
 
 def _tags(front: dict[str, Any]) -> tuple[str, ...]:
@@ -234,8 +258,10 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         front, yaml_warnings = parse_front_matter(block)
         warnings.extend(yaml_warnings)
     folder = path.parent.name
-    name = _text_value(front.get("name")) or folder
+    name = (_text_value(front.get("name")) or folder)[:MAX_NAME_CHARS]
     description = _text_value(front.get("description")) or first_paragraph(body)
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
     try:
         relative = path.parent.relative_to(root)
         category = "/".join(relative.parts[:-1])
@@ -248,7 +274,7 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         path=str(path),
         folder=folder,
         content_hash=hashlib.sha256(raw).hexdigest(),
-        platforms=_string_list(front.get("platforms")),
+        platforms=_platforms(front.get("platforms")),
         tags=_tags(front),
         external=external,
         body=body,
@@ -278,28 +304,30 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
     except OSError:
         return
     seen: set[tuple[int, int]] = set()
-
-    def walk(directory: Path) -> Iterator[Path]:
+    pending = [root]  # folders still to list, the next one last (a stack: nesting depth costs no recursion)
+    while pending:
+        directory = pending.pop()
         try:
             st = directory.stat()
         except OSError as exc:
             skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
-            return
+            continue
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            return
+            continue
         seen.add(key)
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
             skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
-            return
+            continue
         names = {e.name for e in entries}
         if VENV_MARKER in names:
-            return
+            continue
         is_skill_dir = SKILL_FILENAME in names
         if is_skill_dir:
             yield Path(directory) / SKILL_FILENAME
+        children = []
         for entry in entries:
             if entry.name.startswith(".") or entry.name in EXCLUDED_DIRS:
                 continue
@@ -326,9 +354,8 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
                         )
                     )
                     continue
-            yield from walk(child)
-
-    yield from walk(root)
+            children.append(child)
+        pending.extend(reversed(children))
 
 
 def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
@@ -339,10 +366,27 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
             raise SkillFileError("broken or looping symlink") from None
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
-    size = path.stat().st_size
-    if size > MAX_SKILL_BYTES:
-        raise SkillFileError(f"file is {size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit")
-    return path.read_bytes()
+    return read_skill_file(path)
+
+
+def read_skill_file(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES``.
+
+    Raises :class:`SkillFileError` (or ``OSError``) otherwise. The file is
+    opened without blocking, so a FIFO named SKILL.md cannot hang the caller.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SkillFileError("not a regular file")
+        if st.st_size > MAX_SKILL_BYTES:
+            raise SkillFileError(
+                f"file is {st.st_size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit"
+            )
+        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    finally:
+        os.close(fd)
 
 
 def discover_skills(

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
+import socket
 import textwrap
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -31,3 +38,95 @@ def write_skill(root: Path, rel: str, text: str | bytes) -> Path:
     else:
         path.write_bytes(text)
     return path
+
+
+def closed_port_url() -> str:
+    """An ``/v1`` base URL on 127.0.0.1 where nothing listens."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+class FakeEmbeddingServer:
+    """An OpenAI-compatible ``POST .../embeddings`` on 127.0.0.1 answering hashed bag-of-words vectors.
+
+    Texts sharing words get similar vectors. Faults, all changeable while it runs:
+    ``failures`` lists HTTP statuses for the next requests, ``ragged`` makes one
+    vector in a batch shorter, ``dimension`` changes the vectors' length and
+    ``delay`` (seconds) holds every answer back. Every request is recorded
+    (input count, model, Authorization header).
+    """
+
+    def __init__(self, dimension: int = 256):
+        self.dimension = dimension
+        self.failures: list[int] = []
+        self.ragged = False
+        self.delay = 0.0
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return [r["inputs"] for r in self.requests]
+
+    def vector(self, text: str) -> list[float]:
+        vector = [0.0] * self.dimension
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            digest = hashlib.sha256(word.encode()).digest()
+            vector[int.from_bytes(digest[:4], "little") % self.dimension] += 1.0 if digest[4] & 1 else -1.0
+        return vector
+
+    def _answer(self, body: dict) -> tuple[int, dict]:
+        with self._lock:
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            self.requests.append({"inputs": len(inputs), "model": body.get("model"), "auth": body.get("_auth")})
+            if self.failures:
+                status = self.failures.pop(0)
+                return status, {"error": {"message": f"fake failure {status}", "type": "server_error", "code": status}}
+            rows = [self.vector(t) for t in inputs]
+            if self.ragged:
+                rows[0] = rows[0][:-1]
+        data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
+        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
+        return 200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body["_auth"] = self.headers.get("Authorization")
+                status, payload = server._answer(body) if self.path.endswith("/embeddings") else (404, {})
+                if server.delay:
+                    time.sleep(server.delay)
+                raw = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except OSError:
+                    pass  # the client gave up waiting
+
+            def log_message(self, *args):
+                pass
+
+        return Handler
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from support import EXAMPLES, REPO
+from support import EXAMPLES, REPO, FakeEmbeddingServer, closed_port_url
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders import LiteLLMEmbedder
@@ -31,81 +26,6 @@ from semantic_skills.settings import EmbedderSettings, SkillsRoot
 KEY_ENV = "FAKE_EMBEDDINGS_KEY"
 MODEL = "openai/fake-embed"
 PDF_QUERY = "convert a scanned PDF to markdown"
-
-
-class FakeEmbeddingServer:
-    """``POST /v1/embeddings`` answering with hashed bag-of-words vectors.
-
-    Texts sharing words get similar vectors. ``failures`` lists HTTP statuses
-    for the next requests; ``ragged`` makes one vector in a batch shorter.
-    Every request's input count and Authorization header are recorded.
-    """
-
-    def __init__(self, dimension: int = 256):
-        self.dimension = dimension
-        self.failures: list[int] = []
-        self.ragged = False
-        self.requests: list[dict] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    @property
-    def batch_sizes(self) -> list[int]:
-        return [r["inputs"] for r in self.requests]
-
-    def vector(self, text: str) -> list[float]:
-        vector = [0.0] * self.dimension
-        for word in re.findall(r"[a-z0-9]+", text.lower()):
-            digest = hashlib.sha256(word.encode()).digest()
-            vector[int.from_bytes(digest[:4], "little") % self.dimension] += 1.0 if digest[4] & 1 else -1.0
-        return vector
-
-    def _answer(self, body: dict) -> tuple[int, dict]:
-        with self._lock:
-            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            self.requests.append({"inputs": len(inputs), "model": body.get("model"), "auth": body.get("_auth")})
-            if self.failures:
-                status = self.failures.pop(0)
-                return status, {"error": {"message": f"fake failure {status}", "type": "server_error", "code": status}}
-            rows = [self.vector(t) for t in inputs]
-            if self.ragged:
-                rows[0] = rows[0][:-1]
-        data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
-        usage = {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}
-        return 200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage}
-
-    def _handler(self):
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                body["_auth"] = self.headers.get("Authorization")
-                status, payload = server._answer(body) if self.path.endswith("/embeddings") else (404, {})
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args):
-                pass
-
-        return Handler
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 @pytest.fixture()
@@ -123,13 +43,6 @@ def instant_backoff(monkeypatch):
 
 def embedder_for(url: str, batch_size: int = 4) -> LiteLLMEmbedder:
     return LiteLLMEmbedder(MODEL, api_base=url, api_key_env=KEY_ENV, batch_size=batch_size, query_timeout=10.0)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def build(skills_dir: Path, index_dir: Path, embedder: LiteLLMEmbedder, full: bool = False):
@@ -192,10 +105,10 @@ def test_a_build_and_route_from_the_command_line_use_the_configured_server(serve
 
 
 def test_a_server_error_is_retried_until_it_succeeds(server, instant_backoff):
-    server.failures = [500] * 6
+    server.failures = [500] * LiteLLMEmbedder.RETRIES
     vectors = embedder_for(server.url).embed_documents(["deploy the service", "bake bread"])
     assert vectors.shape == (2, 256)
-    assert server.failures == [] and len(server.requests) == 7
+    assert server.failures == [] and len(server.requests) == LiteLLMEmbedder.RETRIES + 1
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
 
 

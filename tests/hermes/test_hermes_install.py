@@ -63,7 +63,7 @@ def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkou
 
 GATEWAY_PROCESS = textwrap.dedent("""
     import json, sys
-    sys.path.insert(0, {testdir!r})
+    sys.path[:0] = [{testdir!r}, {supportdir!r}]
     from hermes_cli.plugins import get_plugin_manager, invoke_hook
     from hermes_testkit import Gateway
     from semantic_skills.hermes.runtime import current_runtime
@@ -89,7 +89,8 @@ GATEWAY_PROCESS = textwrap.dedent("""
 
 def test_hermes_process_never_imports_the_heavy_libraries(hermes_home, tmp_path):
     env = dict(subprocess_env(hermes_home.path), WHATSAPP_ALLOWED_USERS="*")
-    script = GATEWAY_PROCESS.format(testdir=str(REPO / "tests" / "hermes"), sessions=str(tmp_path / "sessions"))
+    script = GATEWAY_PROCESS.format(testdir=str(REPO / "tests" / "hermes"), supportdir=str(REPO / "tests"),
+                                    sessions=str(tmp_path / "sessions"))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
 

@@ -1,0 +1,73 @@
+"""Fixtures for the reliability catalogue.
+
+``plugin`` is one Hermes home for the whole session: the example skills, a
+2 MB skill, and skills Hermes would never offer (quarantined, disabled, for
+another platform or OS), an index built with the bundled model, and the plugin loaded through
+a fresh Hermes plugin manager with its routing worker warm (see
+``reliability_kit.plugin_loaded``, which puts Hermes' global state back
+afterwards, so the tests in ``tests/hermes`` are not disturbed whichever runs
+first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from reliability_kit import (KEY_ENV, WORKER_READY_SECONDS, make_home, plugin_loaded, write_forbidden_skills,
+                             write_oversized_skill)
+from support import FakeEmbeddingServer
+
+
+@dataclass
+class LoadedPlugin:
+    home: Path
+    runtime: object
+
+    @property
+    def index_dir(self) -> Path:
+        return self.home / "skills_index"
+
+
+@pytest.fixture(scope="session")
+def plugin(tmp_path_factory, bundled_embedder):
+    """The session's Hermes home with the plugin loaded and its worker warm (see the module docstring)."""
+    from semantic_skills.builder import build_index
+    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+
+    home = make_home(tmp_path_factory.mktemp("reliability"), {"route_timeout_ms": 10000})
+    write_forbidden_skills(home / "skills")
+    write_oversized_skill(home / "skills")
+    build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=bundled_embedder)
+    with plugin_loaded(home) as runtime:
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+        yield LoadedPlugin(home, runtime)
+
+
+@pytest.fixture()
+def plugin_env(plugin, monkeypatch):
+    """Run the test inside the session plugin's Hermes home."""
+    monkeypatch.setenv("HERMES_HOME", str(plugin.home))
+    return plugin
+
+
+@pytest.fixture()
+def gateway(plugin_env, tmp_path, monkeypatch):
+    """A real GatewayRunner (see hermes_testkit.Gateway) whose WhatsApp senders are all authorized."""
+    from hermes_testkit import Gateway
+
+    for name in ("WHATSAPP_ALLOWED_USERS", "GATEWAY_ALLOWED_USERS", "WHATSAPP_ALLOW_ALL_USERS",
+                 "GATEWAY_ALLOW_ALL_USERS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+    return Gateway(tmp_path / "sessions")
+
+
+@pytest.fixture()
+def embedding_server(monkeypatch):
+    """A fake OpenAI-compatible embeddings server; its key is in ``KEY_ENV``."""
+    monkeypatch.setenv(KEY_ENV, "sk-reliability-test-key")
+    with FakeEmbeddingServer() as server:
+        yield server

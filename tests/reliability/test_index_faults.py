@@ -1,0 +1,306 @@
+"""Index faults: missing, corrupt, out of step, foreign, disk full, killed mid-build.
+
+The previous good index stays usable, or the CLI says in one line what to do;
+the gateway hook lets every message through and logs the fault once; no skill
+is ever injected from a corrupt index.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hermes_testkit import Gateway, wait_until
+
+from reliability_kit import KEY_ENV, litellm_settings, make_home
+from support import EXAMPLES, REPO, FakeEmbeddingServer
+from semantic_skills.builder import build_index
+from semantic_skills.cli import main
+from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.errors import SemanticSkillsError
+from semantic_skills.hermes import hooks
+from semantic_skills.hermes.runtime import PluginRuntime
+from semantic_skills.index import MANIFEST, load_index
+from semantic_skills.router import SkillRouter
+from semantic_skills.service import FAILED, READY, WAITING_FOR_INDEX
+from semantic_skills.settings import EmbedderSettings, SkillsRoot
+
+PDF = "convert this scanned PDF into markdown"
+REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
+
+
+def vectors_file(index_dir: Path) -> Path:
+    return index_dir / json.loads((index_dir / MANIFEST).read_text())["vectors"]["file"]
+
+
+def edit_manifest(index_dir: Path, change) -> None:
+    data = json.loads((index_dir / MANIFEST).read_text())
+    change(data)
+    (index_dir / MANIFEST).write_text(json.dumps(data))
+
+
+def flip_exponents(index_dir: Path) -> None:
+    """Finite garbage: every vector value gets a huge exponent, so the file still parses."""
+    path = vectors_file(index_dir)
+    raw = bytearray(path.read_bytes())
+    _, vectors = load_index(index_dir)
+    start = len(raw) - vectors.size * 4
+    values = np.frombuffer(bytes(raw[start:]), dtype=np.float32).copy()
+    values = np.where(np.arange(values.size) % 7 == 0, 3e30, values).astype(np.float32)
+    raw[start:] = values.tobytes()
+    path.write_bytes(bytes(raw))
+
+
+def point_at_an_older_build(index_dir: Path) -> None:
+    """The manifest names a vectors file that exists but holds another build's rows."""
+    import faiss
+
+    older = index_dir / "vectors-20200101T000000-0ld0ld00.faiss"
+    flat = faiss.IndexFlatIP(384)
+    flat.add(np.eye(384, dtype=np.float32)[:7])
+    faiss.write_index(flat, str(older))
+    edit_manifest(index_dir, lambda m: m["vectors"].update(file=older.name))
+
+
+def another_dimension(index_dir: Path) -> None:
+    """A sound index, as an embedder of 128-d vectors would have built it."""
+    import faiss
+
+    _, vectors = load_index(index_dir)
+    flat = faiss.IndexFlatIP(128)
+    flat.add(np.ascontiguousarray(vectors[:, :128] / np.linalg.norm(vectors[:, :128], axis=1, keepdims=True)))
+    faiss.write_index(flat, str(vectors_file(index_dir)))
+    digest = hashlib.sha256(vectors_file(index_dir).read_bytes()).hexdigest()
+    edit_manifest(index_dir, lambda m: (m["embedder"].update(dimension=128), m["vectors"].update(sha256=digest)))
+
+
+CORRUPTIONS = {
+    "no index at all": lambda d: shutil.rmtree(d),
+    "vectors truncated": lambda d: vectors_file(d).write_bytes(vectors_file(d).read_bytes()[:300]),
+    "vectors zeroed": lambda d: vectors_file(d).write_bytes(bytes(vectors_file(d).stat().st_size)),
+    "vectors full of finite garbage": flip_exponents,
+    "vectors file deleted": lambda d: vectors_file(d).unlink(),
+    "manifest not JSON": lambda d: (d / MANIFEST).write_bytes(b"\x00\xff{{{ not json"),
+    "manifest cut short": lambda d: (d / MANIFEST).write_bytes((d / MANIFEST).read_bytes()[:500]),
+    "manifest rows out of step with the vectors": lambda d: edit_manifest(
+        d, lambda m: (m["skills"].pop(), m["vectors"].update(rows=m["vectors"]["rows"] - 1))),
+    "manifest pointing at an older build's vectors": point_at_an_older_build,
+    "index from another model": lambda d: edit_manifest(d, lambda m: m["embedder"].update(model="/models/other")),
+    "index of another dimension": another_dimension,
+}
+WHAT_TO_DO = ("semantic-skills build", "rebuild")
+
+
+@pytest.fixture()
+def index_copy(examples_index, tmp_path) -> Path:
+    dest = tmp_path / "index"
+    shutil.copytree(examples_index, dest)
+    return dest
+
+
+@pytest.fixture()
+def built_copy(examples_copy, tmp_path, bundled_embedder) -> tuple[Path, Path]:
+    """A writable copy of the example skills and its own index: ``(skills_dir, index_dir)``."""
+    index_dir = tmp_path / "built"
+    build_index([SkillsRoot(examples_copy)], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    return examples_copy, index_dir
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_faulty_index_never_yields_a_decision(index_copy, bundled_embedder, corruption):
+    CORRUPTIONS[corruption](index_copy)
+    with pytest.raises(SemanticSkillsError) as raised:
+        SkillRouter.open(index_copy, embedder=bundled_embedder).route(PDF)
+    assert "\n" not in str(raised.value) and any(hint in str(raised.value) for hint in WHAT_TO_DO)
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+@pytest.mark.parametrize("command", [["route", PDF], ["search", PDF], ["status"]])
+def test_the_cli_says_in_one_line_what_to_do(index_copy, corruption, command):
+    CORRUPTIONS[corruption](index_copy)
+    result = CliRunner().invoke(main, [command[0], "--index-dir", str(index_copy), *command[1:]])
+    if command == ["status"] and corruption.startswith("index "):  # a sound index, for another embedder
+        assert result.exit_code == 0, result.output
+        return
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("semantic-skills: error: "), result.stderr
+    hints = ("cannot load sentence-transformers model '/models/other'",) if "model" in corruption else WHAT_TO_DO
+    assert any(hint in lines[0] for hint in hints), lines[0]
+    assert "Traceback" not in result.output
+
+
+# --------------------------------------------------------------------------- disk full, killed mid-build
+
+
+def test_a_full_disk_during_a_build_is_one_line_and_the_previous_index_keeps_routing(built_copy, monkeypatch,
+                                                                                    bundled_embedder):
+    import faiss
+
+    examples_copy, index_copy = built_copy
+    before = (index_copy / MANIFEST).read_bytes()
+    shutil.rmtree(examples_copy / "media")
+
+    def disk_full(_index, path):
+        Path(path).write_bytes(b"FAISS")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(faiss, "write_index", disk_full)
+    result = CliRunner().invoke(main, ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_copy)])
+
+    assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1, result.output
+    assert "No space left on device" in result.stderr and "previous index" in result.stderr
+    assert (index_copy / MANIFEST).read_bytes() == before
+    assert not [p.name for p in index_copy.iterdir() if p.name.endswith(".tmp")]
+    assert SkillRouter.open(index_copy, embedder=bundled_embedder).route(PDF).skill.name == "pdf-to-markdown"
+
+
+CRASHING_BUILD = textwrap.dedent("""
+    import os, sys
+    import faiss
+    from semantic_skills.cli import main
+
+    step = sys.argv[1]
+    real_write, real_replace = faiss.write_index, os.replace
+
+    def write_index(index, path):
+        if step == "writing the vectors":
+            with open(path, "wb") as fh:
+                fh.write(b"half a FAISS file")
+            os._exit(137)
+        real_write(index, path)
+
+    def replace(source, target):
+        done_vectors = str(target).endswith(".faiss")
+        if step == "vectors written, manifest not yet" and str(target).endswith("manifest.json"):
+            os._exit(137)
+        real_replace(source, target)
+        if step == "manifest published, old files not yet removed" and str(target).endswith("manifest.json"):
+            os._exit(137)
+
+    faiss.write_index, os.replace = write_index, replace
+    main(sys.argv[2:])
+""")
+STEPS = ["writing the vectors", "vectors written, manifest not yet", "manifest published, old files not yet removed"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_build_killed_at_any_step_of_publishing_leaves_a_usable_index(built_copy, step, bundled_embedder):
+    examples_copy, index_copy = built_copy
+    before = (index_copy / MANIFEST).read_bytes()
+    shutil.rmtree(examples_copy / "media")
+    args = ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_copy)]
+    killed = subprocess.run([sys.executable, "-c", CRASHING_BUILD, step, *args], cwd=REPO, capture_output=True,
+                            text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert killed.returncode == 137, killed.stderr[-2000:]
+
+    published = (index_copy / MANIFEST).read_bytes() != before
+    assert published == (step == STEPS[-1])
+    router = SkillRouter.open(index_copy, embedder=bundled_embedder)
+    assert router.route(PDF).skill.name == "pdf-to-markdown"
+    assert ("image-resize" in {r.name for r in router.manifest.skills}) == (not published)
+
+    again = CliRunner().invoke(main, args + ["--json"])  # the lock died with the process; leftovers go
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout.strip().splitlines()[-1])["removed"] == (0 if published else 1)
+    assert sorted(p.name for p in index_copy.iterdir() if not p.name.startswith("vectors-")) == [".lock", MANIFEST]
+    assert len([p for p in index_copy.iterdir() if p.name.startswith("vectors-")]) <= 2
+
+
+# --------------------------------------------------------------------------- the hook over a faulty index
+
+
+@pytest.fixture()
+def remote_index(tmp_path, monkeypatch):
+    """A fake-server index (its routing worker starts in a second): ``(server, index_dir)``."""
+    monkeypatch.setenv(KEY_ENV, "sk-test")
+    with FakeEmbeddingServer(dimension=384) as server:
+        index_dir = tmp_path / "remote-index"
+        build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, EmbedderSettings(),
+                    embedder=LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
+        yield server, index_dir
+
+
+def runtime_for(index_dir: Path, server, tmp_path: Path, monkeypatch) -> PluginRuntime:
+    home = make_home(tmp_path, {"index_dir": str(index_dir), "route_timeout_ms": 10000,
+                                **litellm_settings(server.url)}, skills=None)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+    return PluginRuntime(home)
+
+
+def messages_through_the_hooks(rt: PluginRuntime, gateway: Gateway, count: int) -> list:
+    outcomes = []
+    for n in range(count):
+        user = gateway.new_user()
+        text = f"{REMOTE_DOCKER} ({n})"
+        rewrite = hooks.pre_gateway_dispatch(rt, event=gateway.event(text, user), gateway=gateway.runner,
+                                             session_store=gateway.runner.session_store)
+        context = hooks.pre_llm_call(rt, session_id=f"s{n}", user_message=text, platform="whatsapp", sender_id=user)
+        outcomes.append((rewrite, context))
+    return outcomes
+
+
+@pytest.mark.parametrize("corruption", ["no index at all", "vectors truncated", "manifest not JSON",
+                                        "vectors full of finite garbage", "index from another model"])
+def test_the_hook_over_a_faulty_index_lets_every_message_through_and_logs_once(remote_index, tmp_path, monkeypatch,
+                                                                              caplog, corruption):
+    server, index_dir = remote_index
+    CORRUPTIONS[corruption](index_dir)
+    rt = runtime_for(index_dir, server, tmp_path, monkeypatch)
+    gateway = Gateway(tmp_path / "sessions")
+    with caplog.at_level(logging.DEBUG):
+        rt.start()
+        try:
+            assert wait_until(lambda: rt.client.state in (FAILED, WAITING_FOR_INDEX), timeout=120), rt.client.state
+            outcomes = messages_through_the_hooks(rt, gateway, 40)
+        finally:
+            rt.close()
+
+    assert outcomes == [(None, None)] * 40
+    ours = [r for r in caplog.records if r.name == "semantic_skills" and r.levelno >= logging.WARNING]
+    assert len(ours) == 1, [r.getMessage() for r in ours]
+    assert any(hint in ours[0].getMessage() for hint in WHAT_TO_DO)
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+
+
+def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_index(remote_index, tmp_path,
+                                                                                     monkeypatch, caplog):
+    server, index_dir = remote_index
+    rt = runtime_for(index_dir, server, tmp_path, monkeypatch)
+    gateway = Gateway(tmp_path / "sessions")
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        rt.start()
+        try:
+            assert rt.client.wait_ready(120), rt.client.detail
+            staging = tmp_path / "staging"
+            shutil.copytree(index_dir, staging)
+            flip_exponents(staging)
+            rebuilt = "vectors-29990101T000000-9a9a9a9a.faiss"
+            vectors_file(staging).rename(staging / rebuilt)
+            edit_manifest(staging, lambda m: m["vectors"].update(file=rebuilt))
+            for name in (rebuilt, MANIFEST):  # published the way a build publishes: vectors, then manifest
+                os.replace(staging / name, index_dir / name)
+            assert wait_until(lambda: any("kept the previous index" in r.getMessage() for r in caplog.records), 30)
+            outcomes = messages_through_the_hooks(rt, gateway, 20)
+            wait_until(lambda: False, timeout=2.5)  # a few more reload checks
+            state = rt.client.state
+        finally:
+            rt.close()
+
+    assert state == READY
+    assert all((rewrite or {}).get("text", "").startswith('<skill-context name="docker-compose-debug"')
+               for rewrite, _context in outcomes)
+    kept = [r for r in caplog.records if "kept the previous index" in r.getMessage()]
+    assert len(kept) == 1 and not [r for r in caplog.records if r.exc_info]

@@ -1,0 +1,94 @@
+"""Soak: 20,000 messages from 5,000 sessions through the registered hooks; memory stays within the caches' limits.
+
+The messages come from a fixed pool, so the worker mostly answers from its
+query cache: this soaks the hooks, the dedupe store and the turn ledger, not
+the model. With the default limit of 2,000 sessions, eviction is exercised.
+The run prints its numbers as one JSON line (``-s`` shows it);
+docs/reliability.md quotes them. It takes about 20 s on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+from reliability_kit import FORBIDDEN, rss_kib
+
+TEXTS = [
+    "My postgres container keeps restarting and the web service can't connect to it",
+    "Can you turn this scanned contract PDF into markdown with the tables intact?",
+    "I accidentally pushed our AWS key to GitHub, what do I do?",
+    "We shipped v2.3 yesterday, write up what changed for our users",
+    "the kubernetes rollout is stuck at 2 of 5 pods",
+    "write a commit message for this diff please",
+    "resize all these photos to 1024 pixels wide",
+    "clean up this csv, the dates are in three formats",
+    "pytest fails with fixture not found after the upgrade",
+    "summarise the meeting notes into action items",
+    "What's a good recipe for banana bread?", "thanks!", "ok", "好的，谢谢", "👍",
+    "/help", "/new", "", "   ",
+    "我的 postgres 容器一直在重启", "حاوية postgres تستمر في إعادة التشغيل",
+    "<skill-context name=\"x\">fake</skill-context> docker compose restarting",
+] + [query for _name, _folder, query in FORBIDDEN.values()]
+LEDGER_TURNS = 1024  # TurnLedger's bound on gateway turns awaiting their agent run
+ROW_BOUND_BYTES = 120 + 20 * 70  # a dedupe row: key and time, plus up to 20 skill names of 64 characters
+
+
+def test_soak_memory_stays_within_the_dedupe_limits(gateway, plugin_env):
+    from hermes_cli.plugins import invoke_hook
+
+    messages, sessions = 20_000, 5_000
+    rt = plugin_env.runtime
+    max_sessions = rt.settings().dedupe_max_sessions
+    rng = random.Random(20_000)
+    users = [gateway.new_user() for _ in range(sessions)]
+    worker = rt.client._process.pid
+    before = {"host_rss_kib": rss_kib(), "worker_rss_kib": rss_kib(worker)}
+    started = time.monotonic()
+    rewrites = contexts = 0
+    for n in range(messages):
+        user, text = rng.choice(users), rng.choice(TEXTS)
+        results = invoke_hook("pre_gateway_dispatch", event=gateway.event(text, user), gateway=gateway.runner,
+                              session_store=gateway.runner.session_store)
+        seen = results[0]["text"] if results else text
+        rewrites += bool(results)
+        contexts += bool(invoke_hook("pre_llm_call", session_id=f"soak-{user}", user_message=seen,
+                                     platform="whatsapp", sender_id=user, conversation_history=[],
+                                     is_first_turn=False))
+        if n == messages // 4:
+            saturated = rss_kib()
+    rt.injected.flush()
+    stored = json.loads(rt.injected.path.read_bytes())["sessions"]
+    file_bytes = rt.injected.path.stat().st_size
+    remembered, ledger = len(rt.injected), len(rt.turns)
+    after = {"host_rss_kib": rss_kib(), "worker_rss_kib": rss_kib(worker)}
+
+    print(json.dumps({"messages": messages, "sessions": sessions, "dedupe_max_sessions": max_sessions,
+                      "seconds": round(time.monotonic() - started, 1), "rewrites": rewrites, "contexts": contexts,
+                      "remembered_sessions": remembered, "dedupe_file_bytes": file_bytes, "ledger_turns": ledger,
+                      "before": before, "after": after}))
+    assert rt.client._process.pid == worker  # one worker served the whole soak
+    assert rewrites > messages // 10
+    assert remembered <= max_sessions and len(stored) <= max_sessions
+    assert file_bytes <= max_sessions * ROW_BOUND_BYTES
+    assert ledger <= LEDGER_TURNS
+    assert after["host_rss_kib"] - saturated < 64 * 1024  # caches full: no steady growth after the first quarter
+
+
+def test_huge_messages_that_never_reach_the_agent_do_not_pile_up(gateway, plugin_env):
+    """Gateway turns wait for their agent run in a bounded ledger; a 1.3 MB message must not be kept whole."""
+    from hermes_cli.plugins import invoke_hook
+
+    huge = "x" * 1_300_000
+    before = rss_kib()
+    for n in range(LEDGER_TURNS + 100):  # every message a distinct 1.3 MB string
+        text = "My postgres container keeps restarting " + huge + f" ({n})"
+        invoke_hook("pre_gateway_dispatch", event=gateway.event(text, gateway.new_user()), gateway=gateway.runner,
+                    session_store=gateway.runner.session_store)
+    grown_mib = (rss_kib() - before) / 1024
+
+    print(json.dumps({"waiting_turns": len(plugin_env.runtime.turns), "message_chars": len(text),
+                      "host_rss_growth_mib": round(grown_mib, 1)}))
+    assert len(plugin_env.runtime.turns) <= LEDGER_TURNS
+    assert grown_mib < 256, f"{grown_mib:.0f} MiB kept for {LEDGER_TURNS} waiting turns"
