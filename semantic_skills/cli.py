@@ -289,7 +289,7 @@ def evaluate(queries_file, index_dir, backend, model, as_json):
     messages labelled with no skill; precision is right injections over all
     injections. Also route latency next to a bare query embedding.
     """
-    from .evaluation import evaluation_report
+    from .evaluation import BARE_EMBEDDING_EVERY, evaluation_report
 
     router, routed = _route_labelled(queries_file, index_dir, backend, model)
     report = evaluation_report(routed)
@@ -311,7 +311,7 @@ def evaluate(queries_file, index_dir, backend, model, as_json):
         click.echo(f"{label[:31]:32}{cells}{metrics['messages']:>9}")
     latency = report["latency_ms"]
     click.echo(f"\nroute latency: median {latency['route_median']:.1f} ms, p95 {latency['route_p95']:.1f} ms; "
-               f"bare query embedding: median {latency['embed_median']:.1f} ms "
+               f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): median {latency['embed_median']:.1f} ms "
                f"(route / embedding = {latency['route_over_embed']:.2f}x)")
 
 

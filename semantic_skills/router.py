@@ -256,7 +256,8 @@ class SkillRouter:
         if eligible == 0:
             return None
         query = self.embed_query(text)
-        main_cosine = state.main @ query
+        # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
+        main_cosine = np.einsum("ij,j->i", state.main, query)
         lexical = state.lexical.scores(text)
         first_pass = np.where(mask, main_cosine + LEXICAL_WEIGHT * lexical, -np.inf)
         size = min(SHORTLIST, eligible)
