@@ -1,6 +1,6 @@
 """Route latency against a bare query embedding, load time and index size, for large indexes.
 
-    python benchmarks/route_latency.py [--skills 1000 10000] [--messages benchmarks/corpora-queries.jsonl]
+    python benchmarks/route_overhead.py [--skills 1000 10000] [--messages benchmarks/corpora-queries.jsonl]
 
 An index of N skills is written to a temporary folder: the records are the
 real SKILL.md files of ../shared/data/corpora (or examples/skills), repeated
@@ -54,7 +54,7 @@ def synthetic_index(folder: Path, skills_dir: Path, count: int, embedder) -> Non
 
 
 def measure(count: int, skills_dir: Path, messages: list[str], embedder) -> dict:
-    with tempfile.TemporaryDirectory(prefix="route-latency-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="route-overhead-") as tmp:
         folder = Path(tmp)
         synthetic_index(folder, skills_dir, count, embedder)
         vectors_bytes = sum(p.stat().st_size for p in folder.glob("vectors-*.faiss"))
