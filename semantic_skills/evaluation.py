@@ -21,7 +21,7 @@ from .errors import SemanticSkillsError
 from .gates import FLOOR, Gate
 
 DEFAULT_MIN_PRECISION = 0.80
-FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(16))  # 0.30 .. 0.60
+FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(26))  # 0.30 .. 0.80
 GAP_GRID = tuple(round(0.01 * i, 2) for i in range(101))  # 0.00 .. 1.00
 BARE_EMBEDDING_EVERY = 5
 
