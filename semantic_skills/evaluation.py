@@ -10,6 +10,7 @@ computed from the decisions exactly as ``route --queries`` prints them: the
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,10 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from .builder import build_lock
 from .errors import SemanticSkillsError
 from .gates import FLOOR, Gate
+from .index import MANIFEST, read_manifest
 
 DEFAULT_MIN_PRECISION = 0.80
 FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(26))  # 0.30 .. 0.80
@@ -244,11 +247,6 @@ def save_gate(index_dir: str | Path, calibration: Calibration, queries_file: str
     Holds the build lock so it never races a build; the manifest is replaced
     atomically, and builds keep the section while the embedder is unchanged.
     """
-    import os
-
-    from .builder import build_lock
-    from .index import MANIFEST, read_manifest
-
     index_dir = Path(index_dir)
     point = calibration.chosen
     with build_lock(index_dir):

@@ -25,7 +25,7 @@ import numpy as np
 
 from .embedders import Embedder, create_embedder, configured_identity, settings_for_identity
 from .errors import EmbedderMismatch
-from .gates import COMPETITORS, FLOOR, MIN_SEPARATION, NEIGHBOURS, Gate, is_small_talk, relative_gap
+from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative_gap
 from .index import Manifest, load_index, manifest_stamp
 from .lexical import LexicalIndex
 from .settings import EmbedderSettings, default_index_dir
@@ -294,7 +294,7 @@ class SkillRouter:
     def route(self, text: str, platform: str | None = None, exclude: Iterable[str] = ()) -> Decision:
         """Decide which skill to inject for ``text``: the top one if it passes the gate, else none."""
         state = self._state
-        gate = Gate.from_router_settings(state.manifest.router, self._threshold_override)
+        gate = self.gate
         floor, min_gap = gate.floor, gate.min_relative_gap
         if not text or not text.strip():
             return Decision(None, 0.0, "empty message", [], floor, min_relative_gap=min_gap)
@@ -339,7 +339,7 @@ def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -
 
 
 def _separation(main: np.ndarray) -> np.ndarray:
-    """Per skill, 1 minus the mean cosine to its ``NEIGHBOURS`` nearest other skills (>= ``MIN_SEPARATION``)."""
+    """Per skill, 1 minus the mean cosine of its main vector to its ``NEIGHBOURS`` nearest other skills."""
     count = len(main)
     k = min(NEIGHBOURS, count - 1)
     if k <= 0:
@@ -352,7 +352,7 @@ def _separation(main: np.ndarray) -> np.ndarray:
     is_self = labels == np.arange(count)[:, None]
     is_self[~is_self.any(axis=1), -1] = True  # a tie pushed the skill itself out: drop the last instead
     neighbours = similarities[~is_self].reshape(count, k)
-    return np.maximum(1.0 - neighbours.mean(axis=1), MIN_SEPARATION).astype(np.float32)
+    return (1.0 - neighbours.mean(axis=1)).astype(np.float32)
 
 
 def _check_same_space(manifest: Manifest, identity, index_dir: Path) -> None:
