@@ -1,9 +1,63 @@
-"""Cheap checks that decide, before any embedding, that a message needs no skill."""
+"""The decision gate: when to inject the top-ranked skill, and when nothing.
+
+Two checks run on every ranked message:
+
+* an absolute floor on the top skill's similarity (cosine scale; never below
+  ``FLOOR``, 0.30), and
+* a relative gap: how far the top score stands above the mean of the next
+  ``COMPETITORS`` scores, divided by how far the top skill stands from its own
+  nearest neighbours in the index. A skill in a family of near-duplicates only
+  ever wins by a little, a skill with no look-alikes by a lot; the division
+  makes one threshold mean the same in both cases, in any corpus and for any
+  embedder.
+
+``is_small_talk`` decides, on characters alone, that a message needs no skill.
+"""
 
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
+
+FLOOR = 0.30
+DEFAULT_MIN_RELATIVE_GAP = 0.25
+COMPETITORS = 9
+NEIGHBOURS = 9
+MIN_SEPARATION = 0.05
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Inject the top skill when its similarity clears ``floor`` and its relative gap ``min_relative_gap``."""
+
+    floor: float = FLOOR
+    min_relative_gap: float = DEFAULT_MIN_RELATIVE_GAP
+
+    def __post_init__(self):
+        object.__setattr__(self, "floor", max(FLOOR, float(self.floor)))
+
+    @classmethod
+    def from_router_settings(cls, router: dict, floor: float | None = None) -> "Gate":
+        """The gate stored in an index manifest's ``router`` section; ``floor`` overrides its floor."""
+        chosen_floor = floor if floor is not None else router.get("threshold", FLOOR)
+        return cls(float(chosen_floor), float(router.get("min_relative_gap", DEFAULT_MIN_RELATIVE_GAP)))
+
+    def verdict(self, similarity: float, relative_gap: float) -> tuple[bool, str]:
+        """Whether to inject, and the reason in words."""
+        if similarity < self.floor:
+            return False, f"similarity {similarity:.3f} below the floor {self.floor:.2f}"
+        if relative_gap < self.min_relative_gap:
+            return False, (f"relative gap {relative_gap:.3f} below {self.min_relative_gap:.2f}: "
+                           "the top skill does not stand out from the next ones")
+        return True, (f"similarity {similarity:.3f} >= {self.floor:.2f} and "
+                      f"relative gap {relative_gap:.3f} >= {self.min_relative_gap:.2f}")
+
+
+def relative_gap(top: float, competitor_mean: float, separation: float) -> float:
+    """``(top - competitor_mean) / separation``; ``separation`` is 1 minus the top skill's mean
+    cosine to its nearest neighbours, floored at ``MIN_SEPARATION``."""
+    return (top - competitor_mean) / max(separation, MIN_SEPARATION)
 
 # Acknowledgements, greetings and sign-offs in common languages. A message made
 # only of these (in any order, with or without spaces) is small talk.

@@ -1,4 +1,16 @@
-"""SkillRouter: rank skills for a message and decide which one, if any, to inject."""
+"""SkillRouter: rank skills for a message and decide which one, if any, to inject.
+
+Ranking, per message, with one query embedding:
+
+1. every skill's main vector is scored (one matrix-vector product), plus a
+   small BM25 bonus (``LEXICAL_WEIGHT`` x the lexical score scaled to 0..1);
+2. the best ``SHORTLIST`` skills are re-scored with their sentence views: a
+   skill's similarity is the mean of its main cosine and its best sentence
+   cosine, and its score is that similarity plus the lexical bonus.
+
+The decision is :class:`~semantic_skills.gates.Gate`'s: a floor on the top
+similarity and a relative gap over the next skills (see gates.py).
+"""
 
 from __future__ import annotations
 
@@ -13,40 +25,53 @@ import numpy as np
 
 from .embedders import Embedder, create_embedder, configured_identity, settings_for_identity
 from .errors import EmbedderMismatch
-from .gates import is_small_talk
+from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative_gap
 from .index import Manifest, load_index, manifest_stamp
+from .lexical import LexicalIndex
 from .settings import EmbedderSettings, default_index_dir
 from .skills import platforms_allow
 
-DEFAULT_THRESHOLD = 0.30
+DEFAULT_THRESHOLD = FLOOR
 MAX_QUERY_CHARS = 2048
 QUERY_CACHE_SIZE = 512
+LEXICAL_WEIGHT = 0.05
+SHORTLIST = 64
+ROUTE_CANDIDATES = 5
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A ranked skill."""
+    """A ranked skill: ``score`` ranks it; ``similarity`` (cosine scale) is what the floor checks."""
 
     name: str
     score: float
     path: str
     description: str
     category: str = ""
+    similarity: float = 0.0
+    lexical: float = 0.0
 
     def as_dict(self) -> dict:
         return {"name": self.name, "score": round(self.score, 4), "path": self.path,
-                "description": self.description, "category": self.category}
+                "description": self.description, "category": self.category,
+                "similarity": round(self.similarity, 4), "lexical": round(self.lexical, 4)}
 
 
 @dataclass(frozen=True)
 class Decision:
-    """What to inject for a message (``skill`` is None for nothing) and why."""
+    """What to inject for a message (``skill`` is None for nothing) and why.
+
+    ``features`` holds what the gate saw (empty when it did not run, e.g. for
+    small talk); ``threshold`` is the similarity floor.
+    """
 
     skill: Candidate | None
     score: float
     reason: str
     candidates: list[Candidate] = field(default_factory=list)
     threshold: float = DEFAULT_THRESHOLD
+    features: dict = field(default_factory=dict)
+    min_relative_gap: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -54,20 +79,41 @@ class Decision:
             "score": round(self.score, 4),
             "reason": self.reason,
             "threshold": self.threshold,
+            "min_relative_gap": self.min_relative_gap,
+            "features": {k: round(v, 4) for k, v in self.features.items()},
             "candidates": [{"name": c.name, "score": round(c.score, 4)} for c in self.candidates],
         }
 
 
 @dataclass(frozen=True)
 class _State:
-    """One loaded index; replaced as a whole on reload so readers never see a mix."""
+    """One loaded index and what is precomputed from it; replaced as a whole on reload.
+
+    ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
+    by repeating one (``None`` when no skill has any). ``separation[i]`` is 1
+    minus the mean cosine of skill ``i``'s main vector to its ``NEIGHBOURS``
+    nearest other skills.
+    """
 
     manifest: Manifest
-    vectors: np.ndarray
-    row_starts: np.ndarray
-    single_view: bool
+    main: np.ndarray
+    views: np.ndarray | None
+    separation: np.ndarray
+    lexical: LexicalIndex
     stamp: tuple | None
     eligibility: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """The eligible shortlist of one message, best first (arrays are aligned)."""
+
+    skills: np.ndarray
+    scores: np.ndarray
+    similarity: np.ndarray
+    main_cosine: np.ndarray
+    view_cosine: np.ndarray
+    lexical: np.ndarray
 
 
 class SkillRouter:
@@ -111,9 +157,11 @@ class SkillRouter:
         return cls(index_dir, manifest, vectors, embedder, threshold, stamp)
 
     def _make_state(self, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None) -> _State:
-        counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
-        return _State(manifest, vectors, starts, bool((counts == 1).all()), stamp)
+        counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
+        main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
+        return _State(manifest, main, _padded_views(vectors, starts, counts), _separation(main),
+                      LexicalIndex.for_skills(manifest.skills), stamp)
 
     def warm(self) -> None:
         """Load the embedder now and check it produces this index's dimension."""
@@ -122,7 +170,7 @@ class SkillRouter:
 
     def _check_dimension(self) -> None:
         have = self.embedder.identity.dimension
-        want = self._state.vectors.shape[1]
+        want = self._state.main.shape[1]
         if have and have != want:
             raise EmbedderMismatch(
                 f"the embedder {self.embedder.identity.describe()} gives {have}-d vectors but the index in "
@@ -158,10 +206,13 @@ class SkillRouter:
 
     @property
     def threshold(self) -> float:
-        if self._threshold_override is not None:
-            return max(DEFAULT_THRESHOLD, float(self._threshold_override))
-        calibrated = self._state.manifest.router.get("threshold")
-        return max(DEFAULT_THRESHOLD, float(calibrated)) if calibrated is not None else DEFAULT_THRESHOLD
+        """The similarity floor: the override, else the index's calibrated value, never below 0.30."""
+        return self.gate.floor
+
+    @property
+    def gate(self) -> Gate:
+        """The decision gate: the index's calibrated settings, with the floor override applied."""
+        return Gate.from_router_settings(self._state.manifest.router, self._threshold_override)
 
     # ------------------------------------------------------------------ scoring
 
@@ -196,28 +247,38 @@ class SkillRouter:
             state.eligibility[key] = mask
         return mask
 
-    def _skill_scores(self, state: _State, query: np.ndarray) -> np.ndarray:
-        row_scores = state.vectors @ query
-        if state.single_view:
-            return row_scores
-        return np.maximum.reduceat(row_scores, state.row_starts)
-
-    def _rank(self, text: str, k: int, platform: str | None, exclude: Iterable[str]) -> list[Candidate]:
-        state = self._state
+    def _rank(self, state: _State, text: str, platform: str | None, exclude: Iterable[str]) -> _Ranking | None:
+        """Score the eligible skills for ``text``; None when there are none."""
         if not state.manifest.skills:
-            return []
-        scores = self._skill_scores(state, self.embed_query(text))
+            return None
         mask = self._eligible(state, platform, frozenset(exclude))
-        scores = np.where(mask, scores, -np.inf)
-        k = max(0, min(int(k), int(mask.sum())))
-        if k == 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.lexsort((top, -scores[top]))]
+        eligible = int(mask.sum())
+        if eligible == 0:
+            return None
+        query = self.embed_query(text)
+        # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
+        main_cosine = np.einsum("ij,j->i", state.main, query)
+        lexical = state.lexical.scores(text)
+        first_pass = np.where(mask, main_cosine + LEXICAL_WEIGHT * lexical, -np.inf)
+        size = min(SHORTLIST, eligible)
+        if size < len(first_pass):
+            shortlist = np.argpartition(-first_pass, size - 1)[:size]
+        else:
+            shortlist = np.flatnonzero(mask)
+        main_cosine, lexical = main_cosine[shortlist], lexical[shortlist]
+        view_cosine = (state.views[shortlist] @ query).max(axis=1) if state.views is not None else main_cosine
+        similarity = (main_cosine + view_cosine) / 2
+        scores = similarity + LEXICAL_WEIGHT * lexical
+        order = np.lexsort((shortlist, -scores))
+        return _Ranking(shortlist[order], scores[order], similarity[order], main_cosine[order],
+                        view_cosine[order], lexical[order])
+
+    def _candidates(self, state: _State, ranking: _Ranking, k: int) -> list[Candidate]:
         records = state.manifest.skills
         return [
-            Candidate(records[i].name, float(scores[i]), records[i].path, records[i].description, records[i].category)
-            for i in top
+            Candidate(records[i].name, float(ranking.scores[n]), records[i].path, records[i].description,
+                      records[i].category, float(ranking.similarity[n]), float(ranking.lexical[n]))
+            for n, i in enumerate(ranking.skills[: max(0, int(k))])
         ]
 
     # ------------------------------------------------------------------ public API
@@ -226,24 +287,72 @@ class SkillRouter:
         """The ``k`` best skills for ``text``, best first, among those allowed on ``platform``."""
         if not text or not text.strip():
             return []
-        return self._rank(text, k, platform, exclude)
+        state = self._state
+        ranking = self._rank(state, text, platform, exclude)
+        return self._candidates(state, ranking, k) if ranking is not None else []
 
     def route(self, text: str, platform: str | None = None, exclude: Iterable[str] = ()) -> Decision:
-        """Decide which skill to inject for ``text``: the top one if it clears the gate, else none."""
-        threshold = self.threshold
+        """Decide which skill to inject for ``text``: the top one if it passes the gate, else none."""
+        state = self._state
+        gate = self.gate
+        floor, min_gap = gate.floor, gate.min_relative_gap
         if not text or not text.strip():
-            return Decision(None, 0.0, "empty message", [], threshold)
-        candidates = self._rank(text, 5, platform, exclude)
-        if not candidates:
-            return Decision(None, 0.0, "no eligible skills", [], threshold)
+            return Decision(None, 0.0, "empty message", [], floor, min_relative_gap=min_gap)
+        ranking = self._rank(state, text, platform, exclude)
+        if ranking is None:
+            return Decision(None, 0.0, "no eligible skills", [], floor, min_relative_gap=min_gap)
+        candidates = self._candidates(state, ranking, ROUTE_CANDIDATES)
         top = candidates[0]
         if is_small_talk(text):
-            return Decision(None, top.score, "small talk", candidates, threshold)
-        if top.score < threshold:
-            return Decision(None, top.score, f"top score {top.score:.3f} below threshold {threshold:.2f}",
-                            candidates, threshold)
-        return Decision(top, top.score, f"top score {top.score:.3f} >= threshold {threshold:.2f}",
-                        candidates, threshold)
+            return Decision(None, top.score, "small talk", candidates, floor, min_relative_gap=min_gap)
+        features = _gate_features(state, ranking)
+        inject, reason = gate.verdict(features["similarity"], features["relative_gap"])
+        return Decision(top if inject else None, top.score, reason, candidates, floor, features, min_gap)
+
+
+def _gate_features(state: _State, ranking: _Ranking) -> dict:
+    """What the gate looks at for the top skill of ``ranking`` (all plain floats)."""
+    competitors = ranking.scores[1 : 1 + COMPETITORS]
+    competitor_mean = float(competitors.mean()) if len(competitors) else 0.0
+    separation = float(state.separation[ranking.skills[0]])
+    return {
+        "similarity": float(ranking.similarity[0]),
+        "main_cosine": float(ranking.main_cosine[0]),
+        "view_cosine": float(ranking.view_cosine[0]),
+        "lexical": float(ranking.lexical[0]),
+        "competitor_mean": competitor_mean,
+        "separation": separation,
+        "relative_gap": relative_gap(float(ranking.scores[0]), competitor_mean, separation),
+    }
+
+
+def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """``(skills, most views, dim)``: each skill's rows after its main one, the last repeated as padding.
+
+    A skill with no extra row gets its main vector, so its best view is its main cosine.
+    """
+    extra = int(counts.max(initial=1)) - 1
+    if extra <= 0:
+        return None
+    offsets = np.minimum(np.arange(1, extra + 1)[None, :], (counts - 1)[:, None])
+    return np.ascontiguousarray(vectors[starts[:, None] + offsets])
+
+
+def _separation(main: np.ndarray) -> np.ndarray:
+    """Per skill, 1 minus the mean cosine of its main vector to its ``NEIGHBOURS`` nearest other skills."""
+    count = len(main)
+    k = min(NEIGHBOURS, count - 1)
+    if k <= 0:
+        return np.ones(count, dtype=np.float32)
+    import faiss
+
+    index = faiss.IndexFlatIP(main.shape[1])
+    index.add(main)
+    similarities, labels = index.search(main, k + 1)
+    is_self = labels == np.arange(count)[:, None]
+    is_self[~is_self.any(axis=1), -1] = True  # a tie pushed the skill itself out: drop the last instead
+    neighbours = similarities[~is_self].reshape(count, k)
+    return (1.0 - neighbours.mean(axis=1)).astype(np.float32)
 
 
 def _check_same_space(manifest: Manifest, identity, index_dir: Path) -> None:

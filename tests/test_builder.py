@@ -49,6 +49,14 @@ class RecordingEmbedder(Embedder):
         return self.real.embed_query(self.identity.query_prefix + text)
 
 
+def views_of(skills_dir: Path, *names: str) -> list[str]:
+    """The texts a build embeds for the skills under ``skills_dir`` (only ``names`` when given), in order."""
+    from semantic_skills.skills import discover_skills
+
+    skills = discover_skills([SkillsRoot(skills_dir)]).skills
+    return [text for s in skills if not names or s.name in names for text in documents.skill_views(s)]
+
+
 class UnusableEmbedder(Embedder):
     """Claims an identity but fails the moment anything loads or embeds with it."""
 
@@ -94,9 +102,9 @@ def test_first_build_adds_every_skill(examples_copy, tmp_path, bundled_embedder)
     recorder = RecordingEmbedder(bundled_embedder)
     report = build(examples_copy, tmp_path / "index", recorder)
     assert report.counts() == {"added": 10, "updated": 0, "removed": 0, "unchanged": 0, "skipped": 0}
-    assert report.wrote and len(recorder.embedded) == 10
+    assert report.wrote and recorder.embedded == views_of(examples_copy)
     manifest = read_manifest(tmp_path / "index")
-    assert len(manifest.skills) == 10 and manifest.rows == 10
+    assert len(manifest.skills) == 10 and manifest.rows == len(recorder.embedded)
     assert manifest.embedder.dimension == 384
 
 
@@ -142,7 +150,7 @@ def test_editing_one_skill_re_embeds_exactly_that_skill(built, bundled_embedder)
 
     assert report.counts() == {"added": 0, "updated": 1, "removed": 0, "unchanged": 9, "skipped": 0}
     assert report.updated == ["commit-messages"]
-    assert len(recorder.embedded) == 1 and "commit" in recorder.embedded[0]
+    assert recorder.embedded == views_of(skills_dir, "commit-messages")
     record = {r.name: r for r in read_manifest(index_dir).skills}["commit-messages"]
     assert record.content_hash == hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -167,7 +175,7 @@ def test_adding_one_skill_embeds_only_the_new_one(built, bundled_embedder):
     report = build(skills_dir, index_dir, recorder)
 
     assert report.counts() == {"added": 1, "updated": 0, "removed": 0, "unchanged": 10, "skipped": 0}
-    assert report.added == ["sourdough"] and len(recorder.embedded) == 1
+    assert report.added == ["sourdough"] and recorder.embedded == views_of(skills_dir, "sourdough")
     assert SkillRouter.open(index_dir, embedder=bundled_embedder).route("how do I bake sourdough bread").skill.name == "sourdough"
 
 
@@ -176,7 +184,7 @@ def test_full_rebuild_re_embeds_everything(built, bundled_embedder):
     recorder = RecordingEmbedder(bundled_embedder)
     report = build(skills_dir, index_dir, recorder, full=True)
     assert report.counts() == {"added": 0, "updated": 10, "removed": 0, "unchanged": 0, "skipped": 0}
-    assert len(recorder.embedded) == 10 and report.wrote
+    assert recorder.embedded == views_of(skills_dir) and report.wrote
 
 
 @pytest.mark.parametrize(
@@ -190,7 +198,7 @@ def test_another_embedder_identity_forces_a_full_rebuild(built, bundled_embedder
 
     report = build(skills_dir, index_dir, recorder)
 
-    assert report.counts()["updated"] == 10 and len(recorder.embedded) == 10
+    assert report.counts()["updated"] == 10 and recorder.embedded == views_of(skills_dir)
     assert read_manifest(index_dir).embedder == recorder.identity
 
 
@@ -199,7 +207,7 @@ def test_a_new_document_recipe_forces_a_full_rebuild(built, bundled_embedder, mo
     monkeypatch.setattr(documents, "RECIPE", documents.RECIPE + " (changed)")
     recorder = RecordingEmbedder(bundled_embedder)
     assert build(skills_dir, index_dir, recorder).counts()["updated"] == 10
-    assert len(recorder.embedded) == 10
+    assert recorder.embedded == views_of(skills_dir)
     assert read_manifest(index_dir).recipe.endswith("(changed)")
 
 

@@ -1,0 +1,55 @@
+"""BM25 over each skill's name, folder, description, tags and category.
+
+Embeddings blur product names and identifiers ("Giphy", "PyTorch Lightning",
+"JQL"); word overlap catches them. Scores are divided by the best score for
+the message, so the best lexical match gets 1.0 and no overlap gives 0.0.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+
+_WORD = re.compile(r"[^\W_]{2,}")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case words of two or more letters or digits, camelCase split, English stopwords dropped."""
+    from bm25s.stopwords import STOPWORDS_EN
+
+    words = _WORD.findall(_CAMEL.sub(" ", text))
+    return [w for w in (w.lower() for w in words) if w not in STOPWORDS_EN]
+
+
+class LexicalIndex:
+    """BM25 scores of a message against one text per skill."""
+
+    def __init__(self, texts: Sequence[str]):
+        import bm25s
+
+        self._count = len(texts)
+        self._retriever = bm25s.BM25()
+        self._vocabulary: dict[str, int] = {}
+        if texts:
+            self._retriever.index([tokenize(t) or [""] for t in texts], show_progress=False)
+            self._vocabulary = self._retriever.vocab_dict
+
+    @classmethod
+    def for_skills(cls, records: Iterable) -> "LexicalIndex":
+        """An index over the manifest fields of ``records`` (skill records or skills)."""
+        return cls([
+            " ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " ")])
+            for r in records
+        ])
+
+    def scores(self, text: str) -> np.ndarray:
+        """BM25 of ``text`` against every skill, scaled so the best is 1.0 (all zeros without overlap)."""
+        token_ids = [self._vocabulary[t] for t in tokenize(text) if t in self._vocabulary]
+        if not token_ids:
+            return np.zeros(self._count, dtype=np.float32)
+        scores = np.asarray(self._retriever.get_scores(token_ids), dtype=np.float32)
+        best = float(scores.max())
+        return scores / best if best > 0 else np.zeros(self._count, dtype=np.float32)

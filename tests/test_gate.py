@@ -1,0 +1,214 @@
+"""The decision gate and the ranking features it reads, on small synthetic indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from semantic_skills.embedders import Embedder, EmbedderIdentity
+from semantic_skills.gates import FLOOR, MIN_SEPARATION, Gate, relative_gap
+from semantic_skills.index import MANIFEST, Manifest, SkillRecord, write_index
+from semantic_skills.router import SkillRouter, _padded_views, _separation
+
+DIM = 16
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[: len(values)] = values
+    return vector / np.linalg.norm(vector)
+
+
+class TableEmbedder(Embedder):
+    """Returns a fixed vector per query text and counts the calls."""
+
+    def __init__(self, table: dict[str, np.ndarray]):
+        self.identity = EmbedderIdentity("fake", "table", DIM)
+        self.table = table
+        self.calls = 0
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.calls += 1
+        return self.table[text]
+
+
+def write_synthetic_index(folder: Path, skills: dict[str, list[np.ndarray]], router: dict | None = None) -> Path:
+    """An index whose skill ``name`` has the given vector rows (main first); descriptions repeat the name."""
+    records, rows = [], []
+    for name, vectors in skills.items():
+        records.append(SkillRecord(name, name, f"/skills/{name}/SKILL.md", name, "", f"about {name}", (), (), False,
+                                   len(rows), len(vectors)))
+        rows.extend(vectors)
+    manifest = Manifest(EmbedderIdentity("fake", "table", DIM), "test", records, "", len(rows), router=router or {})
+    write_index(folder, manifest, np.array(rows, dtype=np.float32))
+    return folder
+
+
+# --------------------------------------------------------------------------- Gate
+
+
+def test_the_floor_never_goes_below_0_30():
+    assert Gate(0.1, 0.0).floor == FLOOR
+    assert Gate.from_router_settings({"threshold": 0.2}).floor == FLOOR
+    assert Gate.from_router_settings({}, floor=0.05).floor == FLOOR
+    assert Gate.from_router_settings({"threshold": 0.42}).floor == 0.42
+
+
+def test_router_settings_give_the_gate_and_the_floor_override_wins():
+    gate = Gate.from_router_settings({"threshold": 0.4, "min_relative_gap": 0.6}, floor=0.5)
+    assert (gate.floor, gate.min_relative_gap) == (0.5, 0.6)
+
+
+@pytest.mark.parametrize(
+    "similarity, gap, inject, words",
+    [(0.29, 5.0, False, "below the floor"), (0.8, 0.1, False, "relative gap"), (0.31, 0.26, True, ">=")],
+)
+def test_the_verdict_needs_both_the_floor_and_the_relative_gap(similarity, gap, inject, words):
+    decided, reason = Gate(0.30, 0.25).verdict(similarity, gap)
+    assert decided is inject and words in reason
+
+
+def test_relative_gap_divides_by_the_separation_with_a_lower_bound():
+    assert relative_gap(0.8, 0.5, 0.6) == pytest.approx(0.5)
+    assert relative_gap(0.8, 0.5, 0.0) == pytest.approx(0.3 / MIN_SEPARATION)
+
+
+# --------------------------------------------------------------------------- precomputed statistics
+
+
+def test_separation_is_small_for_a_skill_with_look_alikes():
+    main = np.array([unit(1, 0), unit(1, 0.05), unit(0, 1), unit(0, 0, 1)])
+    separation = _separation(main)
+    assert separation[0] < separation[2] and separation[1] < separation[3]
+
+
+def test_separation_drops_the_skill_itself_even_among_exact_duplicates():
+    main = np.array([unit(1, 0)] * 3 + [unit(0, 1)])
+    separation = _separation(main)
+    # each duplicate's 3 nearest others: 2 duplicates (cosine 1) and the orthogonal skill (cosine 0)
+    assert separation[:3] == pytest.approx([1 - 2 / 3] * 3, abs=1e-5)
+
+
+def test_a_single_skill_has_separation_one():
+    assert _separation(np.array([unit(1)])).tolist() == [1.0]
+
+
+def test_padded_views_repeat_the_last_view_and_give_view_less_skills_their_main_vector():
+    vectors = np.arange(6 * DIM, dtype=np.float32).reshape(6, DIM)
+    starts, counts = np.array([0, 3, 4]), np.array([3, 1, 2])  # skill 0: main + 2 views, skill 1: main only
+    views = _padded_views(vectors, starts, counts)
+    assert views.shape == (3, 2, DIM)
+    assert (views[0] == vectors[[1, 2]]).all()
+    assert (views[1] == vectors[[3, 3]]).all()
+    assert (views[2] == vectors[[5, 5]]).all()
+    assert _padded_views(vectors, np.arange(6), np.ones(6, dtype=np.int64)) is None
+
+
+# --------------------------------------------------------------------------- routing on a synthetic index
+
+
+def axis(i: int) -> np.ndarray:
+    return unit(*([0.0] * i + [1.0]))
+
+
+@pytest.fixture()
+def table_router(tmp_path):
+    """Ten distinct skills s0..s9, two near-duplicates twin-a/twin-b, and "viewed" with a sentence view."""
+    skills = {f"s{i}": [axis(i)] for i in range(10)}
+    skills["twin-a"] = [axis(10)]
+    skills["twin-b"] = [unit(*([0.0] * 10 + [1.0, 0.05]))]
+    skills["viewed"] = [axis(12), unit(*([0.0] * 12 + [1.0, 1.0]))]
+    embedder = TableEmbedder({
+        "about s0": unit(1, 0.1, 0.1),
+        "a bit of everything": unit(*[1.0] * 10),
+        "the twins": axis(10),
+        "faintly s0": unit(*([0.25] + [0.0] * 14 + [1.0])),
+        "thanks!": axis(0),
+        "half viewed": unit(*([0.0] * 13 + [1.0, 1.0])),
+    })
+    write_synthetic_index(tmp_path / "index", skills)
+    return SkillRouter.open(tmp_path / "index", embedder=embedder), embedder
+
+
+def test_a_clear_match_is_injected_with_its_features(table_router):
+    router, _ = table_router
+    decision = router.route("about s0")
+    assert decision.skill.name == "s0"
+    assert decision.features["similarity"] >= FLOOR
+    assert decision.features["relative_gap"] >= decision.min_relative_gap
+    assert decision.score == decision.candidates[0].score
+    assert json.loads(json.dumps(decision.as_dict()))["features"]["relative_gap"] > 0
+
+
+def test_a_message_that_fits_many_skills_equally_injects_nothing(table_router):
+    router, _ = table_router
+    decision = router.route("a bit of everything")
+    assert decision.features["similarity"] >= FLOOR
+    assert decision.skill is None and "relative gap" in decision.reason
+    assert decision.candidates[0].name.startswith("s")
+
+
+def test_near_duplicates_do_not_block_a_specific_message(table_router):
+    router, _ = table_router
+    decision = router.route("the twins")
+    assert decision.skill is not None and decision.skill.name in {"twin-a", "twin-b"}
+    assert {c.name for c in decision.candidates[:2]} == {"twin-a", "twin-b"}
+
+
+def test_a_weak_match_is_below_the_floor(table_router):
+    router, _ = table_router
+    decision = router.route("faintly s0")
+    assert decision.skill is None and "floor" in decision.reason
+    assert decision.candidates[0].name == "s0"
+
+
+def test_small_talk_is_never_injected_but_still_ranked(table_router):
+    router, _ = table_router
+    decision = router.route("thanks!")
+    assert decision.skill is None and decision.reason == "small talk" and decision.features == {}
+    assert decision.candidates[0].name == "s0"
+
+
+def test_route_embeds_the_message_once_and_candidates_match_search(table_router):
+    router, embedder = table_router
+    decision = router.route("a bit of everything")
+    assert embedder.calls == 1
+    assert [c.name for c in router.search("a bit of everything", k=5)] == [c.name for c in decision.candidates]
+
+
+def test_a_skills_best_sentence_view_counts_for_half_its_similarity(table_router):
+    router, _ = table_router
+    viewed = router.search("half viewed", k=1)[0]
+    query = unit(*([0.0] * 13 + [1.0, 1.0]))
+    expected = (float(axis(12) @ query) + float(unit(*([0.0] * 12 + [1.0, 1.0])) @ query)) / 2
+    assert viewed.name == "viewed" and viewed.similarity == pytest.approx(expected, abs=1e-5)
+
+
+def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):
+    skills = {"alpha": [unit(1, 0)], "beta": [unit(0, 1)]}
+    embedder = TableEmbedder({"about alpha": unit(1, 0.1)})
+    write_synthetic_index(tmp_path / "index", skills, router={"threshold": 0.35, "min_relative_gap": 5.0})
+    router = SkillRouter.open(tmp_path / "index", embedder=embedder)
+    assert (router.gate.floor, router.gate.min_relative_gap, router.threshold) == (0.35, 5.0, 0.35)
+    assert router.route("about alpha").skill is None
+    data = json.loads((tmp_path / "index" / MANIFEST).read_text())
+    assert data["router"]["min_relative_gap"] == 5.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM).filter(lambda v: any(abs(x) > 1e-3 for x in v)))
+def test_nothing_below_the_floor_is_ever_injected(tmp_path_factory, values):
+    folder = tmp_path_factory.mktemp("floor")
+    rng = np.random.default_rng(7)
+    skills = {f"s{i}": [v / np.linalg.norm(v) for v in rng.standard_normal((2, DIM)).astype(np.float32)] for i in range(12)}
+    query = np.array(values, dtype=np.float32) / np.linalg.norm(values)
+    write_synthetic_index(folder, skills, router={"min_relative_gap": 0.0})
+    decision = SkillRouter.open(folder, embedder=TableEmbedder({"q": query})).route("q")
+    if decision.skill is not None:
+        assert decision.features["similarity"] >= FLOOR
+        assert decision.skill == decision.candidates[0]

@@ -1,0 +1,75 @@
+"""Routing quality on fixed slices of the dev sets, so that regressions show.
+
+Each slice is every k-th labelled message of ``../shared/data/dev/<set>``,
+routed against an index of all that set's skills, with the defaults and the
+bundled model. ``EXPECTED`` is what this router measured on the slice;
+``BASELINE`` is the foundation router on the same slice (one vector per skill,
+inject the top skill when its cosine is >= 0.30), kept for comparison: the
+new gate deliberately trades a few correct injections for far fewer wrong
+ones (see docs/quality.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support import shared_path
+from semantic_skills.builder import build_index
+from semantic_skills.evaluation import quality, read_labelled
+from semantic_skills.router import SkillRouter
+from semantic_skills.settings import EmbedderSettings, SkillsRoot
+
+EVERY = {"metatool": 20, "sgd": 10}
+TOLERANCE = 0.03
+HIGHER_IS_BETTER = ("top1", "recall_at_5", "mrr", "correct_injection", "precision")
+LOWER_IS_BETTER = ("wrong_injection", "false_injection")
+
+BASELINE = {
+    "metatool": {"top1": 0.585, "recall_at_5": 0.755, "mrr": 0.659, "correct_injection": 0.544,
+                 "precision": 0.611, "wrong_injection": 0.265, "false_injection": 0.414},
+    "sgd": {"top1": 0.725, "recall_at_5": 0.950, "mrr": 0.809, "correct_injection": 0.692,
+            "precision": 0.728, "wrong_injection": 0.250, "false_injection": 0.033},
+}
+EXPECTED = {
+    "metatool": {"top1": 0.653, "recall_at_5": 0.796, "mrr": 0.716, "correct_injection": 0.469,
+                 "precision": 0.812, "wrong_injection": 0.075, "false_injection": 0.172},
+    "sgd": {"top1": 0.783, "recall_at_5": 0.983, "mrr": 0.871, "correct_injection": 0.683,
+            "precision": 0.828, "wrong_injection": 0.133, "false_injection": 0.033},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(EVERY))
+def slice_metrics(request, tmp_path_factory, bundled_embedder) -> tuple[str, dict]:
+    """(set name, metrics of its slice), the index built once per set."""
+    name = request.param
+    dev = shared_path("data", "dev", name)
+    index_dir = tmp_path_factory.mktemp(f"{name}_index")
+    build_index([SkillsRoot(dev / "skills")], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+    labelled = read_labelled(dev / "queries.jsonl")[:: EVERY[name]]
+    return name, quality(labelled, [router.route(q.query).as_dict() for q in labelled])
+
+
+@pytest.mark.parametrize("metric", HIGHER_IS_BETTER)
+def test_no_drop_below_what_this_router_measured(slice_metrics, metric):
+    name, measured = slice_metrics
+    assert measured[metric] >= EXPECTED[name][metric] - TOLERANCE, (
+        f"{name} {metric} fell to {measured[metric]:.3f} (measured {EXPECTED[name][metric]:.3f}, "
+        f"baseline {BASELINE[name][metric]:.3f})"
+    )
+
+
+@pytest.mark.parametrize("metric", LOWER_IS_BETTER)
+def test_no_rise_above_what_this_router_measured(slice_metrics, metric):
+    name, measured = slice_metrics
+    assert measured[metric] <= EXPECTED[name][metric] + TOLERANCE, (
+        f"{name} {metric} rose to {measured[metric]:.3f} (measured {EXPECTED[name][metric]:.3f}, "
+        f"baseline {BASELINE[name][metric]:.3f})"
+    )
+
+
+@pytest.mark.parametrize("metric", ("top1", "recall_at_5", "mrr", "precision", "wrong_injection"))
+def test_ranking_and_precision_are_no_worse_than_the_baseline(slice_metrics, metric):
+    name, measured = slice_metrics
+    sign = -1 if metric in LOWER_IS_BETTER else 1
+    assert sign * measured[metric] >= sign * BASELINE[name][metric] - TOLERANCE
