@@ -146,6 +146,7 @@ class SentenceTransformerEmbedder(Embedder):
                     f"cannot load sentence-transformers model {self.model_name!r}: {_first_line(exc)} "
                     "(models load offline; use the bundled default or a local folder)"
                 ) from None
+            model.eval()
             dim_fn = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
             self.identity = EmbedderIdentity(
                 "sentence-transformers",
@@ -180,7 +181,20 @@ class SentenceTransformerEmbedder(Embedder):
         return np.vstack(out) if out else np.zeros((0, self.identity.dimension), np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([self.identity.query_prefix + text])[0]
+        """The model's modules run on one text directly: ``encode()``'s vector without its per-call overhead."""
+        import torch
+
+        self.load()
+        model = self._model
+        text = self.identity.query_prefix + text
+        prompt = model.prompts.get(model.default_prompt_name) if model.default_prompt_name else None
+        if hasattr(model, "preprocess"):
+            features = model.preprocess([text], prompt=prompt)
+        else:  # sentence-transformers < 6
+            features = model.tokenize([(prompt or "") + text])
+        with torch.inference_mode():
+            vector = model(features)["sentence_embedding"]
+        return normalize_rows(vector.numpy())[0]
 
 
 class LiteLLMEmbedder(Embedder):

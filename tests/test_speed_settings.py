@@ -31,3 +31,39 @@ def test_routing_worker_runs_numpy_torch_and_onnxruntime_on_one_thread(tmp_path,
 
     assert environment["OMP_NUM_THREADS"] == "1"
     assert environment["OPENBLAS_NUM_THREADS"] == "1" and environment["MKL_NUM_THREADS"] == "1"
+
+
+QUERIES = [
+    "convert this PDF to markdown",
+    "My postgres container keeps restarting and the web service can't connect to it",
+    "好的，请帮我把这个表格转换成图表",
+    "deploy " * 400,  # longer than the model's 256 tokens: truncated the same way
+]
+
+
+def _encode_vector(embedder, text):
+    import numpy as np
+
+    vector = embedder._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
+    return vector / np.linalg.norm(vector)
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_query_vector_is_the_one_encode_gives(bundled_embedder, text):
+    import numpy as np
+
+    assert np.allclose(bundled_embedder.embed_query(text), _encode_vector(bundled_embedder, text), atol=1e-6)
+
+
+def test_query_vector_honours_a_default_prompt_as_encode_does(bundled_embedder, monkeypatch):
+    import numpy as np
+
+    text = QUERIES[0]
+    plain = bundled_embedder.embed_query(text)
+    monkeypatch.setattr(bundled_embedder._model, "prompts", {"query": "query: "})
+    monkeypatch.setattr(bundled_embedder._model, "default_prompt_name", "query")
+
+    prompted = bundled_embedder.embed_query(text)
+
+    assert np.allclose(prompted, _encode_vector(bundled_embedder, text), atol=1e-6)
+    assert not np.allclose(prompted, plain, atol=1e-3)
