@@ -170,15 +170,17 @@ class SentenceTransformerEmbedder(Embedder):
         return normalize_rows(vectors)
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        prefix = self.identity.document_prefix
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [prefix + t for t in texts[start : start + self.batch_size]]
-            out.append(self._encode(batch))
-            if progress:
-                progress(len(batch))
+        """Embed in batches of similar length (less padding); rows come back in the order of ``texts``."""
         self.load()
-        return np.vstack(out) if out else np.zeros((0, self.identity.dimension), np.float32)
+        prefix = self.identity.document_prefix
+        by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        vectors = np.zeros((len(texts), self.identity.dimension), np.float32)
+        for start in range(0, len(by_length), self.batch_size):
+            rows = by_length[start : start + self.batch_size]
+            vectors[rows] = self._encode([prefix + texts[i] for i in rows])
+            if progress:
+                progress(len(rows))
+        return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
         """The model's modules run on one text directly: ``encode()``'s vector without its per-call overhead."""

@@ -67,3 +67,18 @@ def test_query_vector_honours_a_default_prompt_as_encode_does(bundled_embedder, 
 
     assert np.allclose(prompted, _encode_vector(bundled_embedder, text), atol=1e-6)
     assert not np.allclose(prompted, plain, atol=1e-3)
+
+
+def test_documents_are_embedded_by_length_but_returned_in_input_order(bundled_embedder, monkeypatch):
+    import numpy as np
+
+    texts = ["bake bread", "deploy the web service with docker compose and check its health", "pdf",
+             "convert a scanned PDF into clean markdown with tables and headings preserved", "sql"]
+    monkeypatch.setattr(bundled_embedder, "batch_size", 2)
+    advanced = []
+
+    vectors = bundled_embedder.embed_documents(texts, progress=advanced.append)
+
+    expected = np.vstack([_encode_vector(bundled_embedder, t) for t in texts])
+    assert np.allclose(vectors, expected, atol=1e-5)
+    assert advanced == [2, 2, 1]
