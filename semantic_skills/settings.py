@@ -18,6 +18,7 @@ from .errors import ConfigError
 PLUGIN_NAME = "semantic-skills"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 PROMPT_MODES = ("compact", "full")
+EMBEDDER_BACKENDS = ("sentence-transformers", "onnx", "litellm")
 
 
 def hermes_home() -> Path:
