@@ -12,7 +12,9 @@ For each index, every query is distinct (no router cache hit) and is timed
 twice in a row, ``route(q)`` and a separate ``SentenceTransformer``'s
 ``encode(q)``, alternating which goes first. The ratio of the p50s is the
 router's cost relative to the embedding alone. A second pass routes queries
-seen before, timing the query-cache hit path. Prints one JSON line per index.
+seen before, timing the query-cache hit path. ``open_ms`` is ``SkillRouter.open``
+(what the worker pays at start and on every index swap). Prints one JSON line
+per index.
 """
 
 from __future__ import annotations
@@ -115,7 +117,9 @@ def main() -> None:
     offset = 0
     for label, roots, index_dir in indexes:
         common.build(roots, index_dir, embedder)
+        start = time.perf_counter()
         router = SkillRouter.open(index_dir, embedder=embedder)
+        open_ms = (time.perf_counter() - start) * 1000
         for query in warmup:
             router.route(query)
         batch = queries[offset: offset + args.queries]
@@ -127,6 +131,7 @@ def main() -> None:
             "index": label,
             "skills": len(router.manifest.skills),
             **result,
+            "open_ms": round(open_ms, 1),
             "index_bytes": index_bytes(index_dir),
             "torch_threads": torch.get_num_threads(),
             "load_before": load_before,
