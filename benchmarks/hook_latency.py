@@ -5,7 +5,8 @@
 
 The index holds the ~870 real skills of the corpora and both dev sets (or
 ``--generated N`` skills made from the corpora) plus a writable folder with
-one skill. One asyncio loop runs a probe task (sleep 2 ms, record the
+one skill; config.yaml is Hermes' default configuration plus the plugin's
+settings. One asyncio loop runs a probe task (sleep 2 ms, record the
 overshoot: how long something else held the loop) and feeds distinct dev
 queries from 50 senders through ``GatewayRunner._handle_message``, built as
 ``tests/hermes/hermes_testkit.Gateway`` builds it; the agent turn, on a thread
@@ -27,7 +28,8 @@ as in Hermes, only fires ``pre_llm_call``. Phases:
 ``hook_ms`` times the plugin's registered ``pre_gateway_dispatch`` callback
 (routing through the worker, dedupe, formatting): the time it holds the loop.
 ``late`` counts messages whose answer missed the hook's budget (their skill
-goes through ``pre_llm_call``). RSS of the Hermes-side process (before the
+goes through ``pre_llm_call``). ``config_reread_ms`` is what the first hook
+call after an edit of config.yaml spends reading it again. RSS of the Hermes-side process (before the
 plugin loads and at the end) and of the worker after warm-up are included.
 Prints one JSON line.
 """
@@ -80,6 +82,15 @@ def write_skill(folder: Path, name: str, body: str) -> Path:
     return path
 
 
+def hermes_default_config() -> dict:
+    """The config.yaml Hermes writes for a new user (about 15 KB of YAML), as a fresh copy."""
+    import copy
+
+    from hermes_cli.config import DEFAULT_CONFIG
+
+    return copy.deepcopy(DEFAULT_CONFIG)
+
+
 def prepare(args) -> tuple[Path, list[Path], Path]:
     """A Hermes home with the plugin linked in and enabled, and an up-to-date index: (home, roots, index)."""
     import subprocess
@@ -101,8 +112,9 @@ def prepare(args) -> tuple[Path, list[Path], Path]:
     (home / "plugins").mkdir()
     (home / "plugins" / "semantic-skills").symlink_to(common.REPO, target_is_directory=True)
     settings = {"index_dir": str(index_dir), "embedder": {"backend": args.embedder}}
-    config = {"plugins": {"enabled": ["semantic-skills"], "entries": {"semantic-skills": {"settings": settings}}}}
-    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    config = hermes_default_config()
+    config["plugins"] = {"enabled": ["semantic-skills"], "entries": {"semantic-skills": {"settings": settings}}}
+    (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     done = subprocess.run(build_command(roots, index_dir, args.embedder), env=child_env(home), capture_output=True,
                           text=True)
     if done.returncode != 0:
@@ -277,6 +289,15 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     steady_end = time.perf_counter()
     worker_rss = common.rss_mb(runtime.client._process.pid)
 
+    # a changed config.yaml is read again by the next hook call, on the loop
+    config_path = home / "config.yaml"
+    config_reread_ms = []
+    for number in range(5):
+        config_path.write_text(config_path.read_text() + f"# edit {number}\n")
+        start = time.perf_counter()
+        runtime.settings()
+        config_reread_ms.append((time.perf_counter() - start) * 1000)
+
     # swap: rebuild with one skill edited and one added while messages flow
     writable = roots[-1]
     edited = writable / "benchmark-edited" / "SKILL.md"
@@ -321,6 +342,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
         "hermes_only": {"messages": args.messages, **lag_summary(samples, hermes_start, hermes_end)},
         "steady": {**hook_summary(calls_in(recorder, steady_start, steady_end)),
                    **lag_summary(samples, steady_start, steady_end)},
+        "config_reread_ms": common.stats(config_reread_ms),
         "swap": {
             "build_s": round(build_seconds, 2) if build_seconds else None,
             "reloaded_after_s": round(reloaded_at - swap_start, 2) if reloaded_at else None,

@@ -117,6 +117,9 @@ def summary(rows: list[dict]) -> list[tuple[str, str, str]]:
                           f"plugin discovery {startup['plugin_discovery_ms']} ms on the loop; ready after "
                           f"{startup['ready_s']} s; first messages: hook p99 {startup['hook_ms'].get('p99')} ms, "
                           f"{startup['agent_got_skill']}/{startup['agent_turns']} got a skill at the agent", "report"))
+            lines.append((f"config.yaml re-read by the next hook call {tag}",
+                          f"p50 {row['config_reread_ms']['p50']} ms, max {row['config_reread_ms']['max']} ms "
+                          f"(Hermes' default config) ({load})", "under 50 ms"))
             rss = row["rss_mb"]
             lines.append((f"RSS {tag}", f"worker {rss['worker_after_warmup']} MB; Hermes process "
                                         f"{rss['hermes_process_before_plugin']} -> {rss['hermes_process_end']} MB",

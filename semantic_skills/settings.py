@@ -51,7 +51,10 @@ def load_hermes_config(home: Path | None = None) -> dict:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+        # libyaml's loader when present: Hermes' ~15 KB config parses several times faster,
+        # and a changed config is read again by the next hook call, on the gateway's loop.
+        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"),
+                         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError):
         data = None
     if not isinstance(data, dict):
