@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import common
 
@@ -49,6 +50,8 @@ def accuracy(rows: list[dict], key: str) -> dict:
 def main() -> None:
     args = parse_args()
     common.require_dir(args.dev, "--dev")
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")  # as in the routing worker; a busy machine makes more threads slower
     import numpy as np
 
     from semantic_skills.embedders import OnnxEmbedder, SentenceTransformerEmbedder
@@ -80,8 +83,8 @@ def main() -> None:
                 decision = router.route(record["query"])
                 row[name] = {"skill": decision.skill.name if decision.skill else None,
                              "top5": [c.name for c in decision.candidates[:5]]}
-            torch_query = embedders["sentence-transformers"].embed_query(record["query"])
-            onnx_query = embedders["onnx"].embed_query(record["query"])
+            torch_query = routers["sentence-transformers"].embed_query(record["query"])  # cached by route()
+            onnx_query = routers["onnx"].embed_query(record["query"])
             cosines.append(float(torch_query @ onnx_query))
             correlations.append(float(np.corrcoef(vectors["sentence-transformers"] @ torch_query,
                                                   vectors["onnx"] @ onnx_query)[0, 1]))
