@@ -134,7 +134,7 @@ class EmbedderSettings:
     api_key_env: str = ""
     query_prefix: str = ""
     document_prefix: str = ""
-    batch_size: int = 64
+    batch_size: int = 0  # 0: the backend's default, 16 texts for local models and 64 for litellm
     timeout_ms: int = 200  # per query at chat time; builds allow 30 s per batch
 
 

@@ -95,3 +95,14 @@ def test_config_is_read_as_yaml_safe_load_reads_it(tmp_path):
     (tmp_path / "config.yaml").write_text(text + "anchors: &a {x: 1}\nalias: *a\n")
 
     assert load_hermes_config(tmp_path) == yaml.safe_load((tmp_path / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize("backend, expected", [("sentence-transformers", 16), ("onnx", 16), ("litellm", 64)])
+def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(backend, expected):
+    from semantic_skills.embedders import create_embedder
+    from semantic_skills.settings import EmbedderSettings
+
+    model = "openai/text-embedding-3-small" if backend == "litellm" else ""
+
+    assert create_embedder(EmbedderSettings(backend=backend, model=model)).batch_size == expected
+    assert create_embedder(EmbedderSettings(backend=backend, model=model, batch_size=5)).batch_size == 5
