@@ -42,7 +42,7 @@ def plan(args) -> list[list[str]]:
     scripts = [
         ["route_latency.py", *data, *work, "--queries", queries, "--threads", "1"],
         ["route_latency.py", *data, *work, "--queries", queries],
-        ["scoring.py", *work],
+        ["scoring.py", *work, "--dev", str(args.dev)],
         ["embedder_speed.py", "--dev", str(args.dev), "--queries", queries],
         ["hook_latency.py", *data, *work, "--messages", messages],
         ["build_speed.py", "--corpora", str(args.corpora), *work],

@@ -13,9 +13,13 @@ Compares, interleaved round-robin in one process on the same query vectors:
 
 Then the rest of a route: ``np.where`` with the eligibility mask, the top-5
 ``argpartition`` + ``lexsort``, and building the mask for a platform not seen
-before (a list comprehension over the manifest). ``neighbour_knn_ms`` is a
-one-off at index load: every skill's 10 nearest skills by one FAISS self-search
-(a per-skill neighbour statistic computed when an index is opened or reloaded).
+before: a list comprehension over the whole manifest (``SkillRouter._eligible``
+today) against visiting only the skills with a ``platforms:`` list and the
+excluded names (``mask_build_restricted_only_ms``; both give the same mask).
+One-offs at index load: ``neighbour_knn_ms``, every skill's 10 nearest skills
+by one FAISS self-search (a per-skill neighbour statistic), and
+``lexical_index_build_ms``, a bm25s index of the manifest fields, with its
+per-query ``lexical_scores_ms`` (when bm25s is installed).
 
 Uses the indexes ``route_latency.py`` left in the work folder when present,
 random unit vectors otherwise. One JSON line per size.
@@ -34,6 +38,7 @@ def parse_args():
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--rounds", type=int, default=400, help="Timed calls per method and size.")
     parser.add_argument("--work-dir", type=common.Path, default=common.DEFAULT_WORK_DIR)
+    parser.add_argument("--dev", type=common.Path, default=common.DEFAULT_DEV, help="Queries for the lexical scores.")
     return parser.parse_args()
 
 
@@ -51,6 +56,35 @@ def vectors_for(size: int, work_dir):
         rng = np.random.default_rng(size)
         vectors = rng.standard_normal((size, 384)).astype(np.float32)
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True), None
+
+
+def queries_text(args) -> list[str]:
+    return common.distinct_queries(args.dev) if args.dev.is_dir() else ["convert this pdf to markdown"]
+
+
+def lexical_costs(records, queries: list[str], rounds: int) -> dict:
+    """BM25 (bm25s) over each skill's name, folder, description, tags and category: index build and per-query scores."""
+    try:
+        import bm25s
+    except ImportError:
+        return {}
+    import re
+
+    word = re.compile(r"[^\W_]{2,}")
+    texts = [" ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category]) for r in records]
+    start = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index([word.findall(t.lower()) or [""] for t in texts], show_progress=False)
+    build_ms = (time.perf_counter() - start) * 1000
+    vocabulary = retriever.vocab_dict
+    score_ms = []
+    for text in queries[:rounds]:
+        start = time.perf_counter()
+        ids = [vocabulary[w] for w in word.findall(text.lower()) if w in vocabulary]
+        if ids:
+            retriever.get_scores(ids)
+        score_ms.append((time.perf_counter() - start) * 1000)
+    return {"lexical_index_build_ms": round(build_ms, 1), "lexical_scores_ms": common.stats(score_ms)}
 
 
 def main() -> None:
@@ -121,13 +155,32 @@ def main() -> None:
             where_ms.append((middle - start) * 1000)
             topk_ms.append((end - middle) * 1000)
 
-        mask_ms = []
+        mask_ms, restricted_mask_ms, lexical = [], [], {}
         if manifest is not None:
+            records = manifest.skills
+            exclude = frozenset(r.name for r in records[::500])
+            restricted = [i for i, r in enumerate(records) if r.platforms]  # once per loaded index
+            rows_by_name: dict[str, list[int]] = {}
+            for i, r in enumerate(records):
+                rows_by_name.setdefault(r.name, []).append(i)
+                if r.folder != r.name:
+                    rows_by_name.setdefault(r.folder, []).append(i)
             for round_number in range(20):
+                platform = f"platform-{round_number}"
                 start = time.perf_counter()
-                np.array([platforms_allow(r.platforms, f"platform-{round_number}") and r.name not in ()
-                          and r.folder not in () for r in manifest.skills], dtype=bool)
-                mask_ms.append((time.perf_counter() - start) * 1000)
+                full = np.array([platforms_allow(r.platforms, platform) and r.name not in exclude
+                                 and r.folder not in exclude for r in records], dtype=bool)
+                middle = time.perf_counter()
+                proposed = np.ones(len(records), dtype=bool)
+                for i in restricted:
+                    proposed[i] = platforms_allow(records[i].platforms, platform)
+                for name in exclude:
+                    proposed[rows_by_name.get(name, [])] = False
+                end = time.perf_counter()
+                assert (full == proposed).all()
+                mask_ms.append((middle - start) * 1000)
+                restricted_mask_ms.append((end - middle) * 1000)
+            lexical = lexical_costs(records, queries_text(args), args.rounds)
 
         start = time.perf_counter()
         knn = faiss.IndexFlatIP(dim)
@@ -144,6 +197,8 @@ def main() -> None:
             "mask_where_ms": common.stats(where_ms),
             "top5_ms": common.stats(topk_ms),
             "mask_build_uncached_ms": common.stats(mask_ms),
+            "mask_build_restricted_only_ms": common.stats(restricted_mask_ms),
+            **lexical,
             "neighbour_knn_ms": round(neighbour_knn_ms, 1),
             "faiss_default_threads": default_omp,
             "load_before": load_before,
