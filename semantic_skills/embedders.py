@@ -158,6 +158,9 @@ class SentenceTransformerEmbedder(Embedder):
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            # OpenMP threads sleep instead of spinning while they wait for each other: on a busy
+            # machine spinning burns the cores the other threads need (builds 40% slower).
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from sentence_transformers import SentenceTransformer
 
@@ -272,6 +275,7 @@ class OnnxEmbedder(Embedder):
             options = onnxruntime.SessionOptions()
             options.intra_op_num_threads = _thread_setting()
             options.inter_op_num_threads = 1
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see OMP_WAIT_POLICY above
             try:
                 session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
             except Exception as exc:

@@ -67,13 +67,15 @@ def test_long_texts_are_cut_at_256_tokens(onnx_embedder):
                            onnx_embedder.embed_query("deploy " * 126), atol=1e-3)
 
 
-def test_onnxruntime_uses_the_configured_thread_count(monkeypatch):
+def test_onnxruntime_uses_the_configured_thread_count_without_spinning(monkeypatch):
     _onnx_installed()
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     embedder = OnnxEmbedder()
     embedder.load()
 
-    assert embedder._session.get_session_options().intra_op_num_threads == 1
+    options = embedder._session.get_session_options()
+    assert options.intra_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_routes_the_example_messages_like_the_torch_model(onnx_embedder, examples_index, tmp_path):

@@ -106,3 +106,14 @@ def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(back
 
     assert create_embedder(EmbedderSettings(backend=backend, model=model)).batch_size == expected
     assert create_embedder(EmbedderSettings(backend=backend, model=model, batch_size=5)).batch_size == 5
+
+
+def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch):
+    import os
+
+    from semantic_skills.embedders import SentenceTransformerEmbedder
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    SentenceTransformerEmbedder().load()
+
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
