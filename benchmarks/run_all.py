@@ -46,6 +46,7 @@ def plan(args) -> list[list[str]]:
         ["embedder_speed.py", "--dev", str(args.dev), "--queries", queries],
         ["hook_latency.py", *data, *work, "--messages", messages],
         ["build_speed.py", "--corpora", str(args.corpora), *work],
+        ["batch_size.py", "--corpora", str(args.corpora), "--sizes", "16,64", "--rounds", "1"],
         ["embedder_footprint.py", "--dev", str(args.dev)],
     ]
     if onnx:
@@ -139,6 +140,11 @@ def summary(rows: list[dict]) -> list[tuple[str, str, str]]:
             lines.append(("CLI start", f"python {row['python_only']['median_ms']} ms, import semantic_skills.cli "
                                        f"{row['import_semantic_skills_cli']['median_ms']} ms, --version "
                                        f"{row['version']['median_ms']} ms ({load})", "report"))
+        elif kind == "batch_size":
+            lines.append((f"build embedding by batch size [{row['embedder']}], {row['threads']} threads",
+                          "docs/s wall " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_s_wall"].items())
+                          + "; per CPU-s " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_cpu_s"].items())
+                          + f" ({load})", "report"))
         elif kind == "embedder_footprint":
             for backend in ("sentence-transformers", "onnx"):
                 if backend in row:
