@@ -12,11 +12,15 @@ queries from 50 senders through ``GatewayRunner._handle_message``, built as
 ``tests/hermes/hermes_testkit.Gateway`` builds it; the agent turn, on a thread
 as in Hermes, only fires ``pre_llm_call``. Phases:
 
-1. ``idle``: the probe alone for 3 s (the machine's own noise on the loop);
+1. ``idle``: the probe alone for 3 s (the machine's own noise on the loop),
+   after one message per sender through Hermes alone (Hermes' first message
+   pays one-off imports, ``hermes_first_message_ms``, and a sender's first
+   message creates its session: both are Hermes' costs, kept out of the rest);
 2. ``startup``: Hermes' plugin discovery calls ``register()`` on the loop (as
-   ``GatewayRunner.start`` does, before adapters connect), then a message
-   every 250 ms until the routing worker is ready: what the first messages
-   experience, on the loop and at the agent;
+   ``GatewayRunner.start`` does, before adapters connect; discovery also
+   loads Hermes' bundled plugins), then a message every 250 ms until the
+   routing worker is ready: what the first messages experience, on the loop
+   and at the agent (the plugin's import and ``register()`` are timed apart);
 3. ``round_trip``: from a thread, worker ``ping`` and ``route`` requests
    alternately (the pipe's cost against a whole routing answer);
 4. ``hermes_only``: messages 20 ms apart with the plugin's hooks switched off
@@ -27,6 +31,10 @@ as in Hermes, only fires ``pre_llm_call``. Phases:
 
 ``hook_ms`` times the plugin's registered ``pre_gateway_dispatch`` callback
 (routing through the worker, dedupe, formatting): the time it holds the loop.
+The probe's ``loop_lag_*`` is everything that held the loop, Hermes' own
+session-store and status-file writes included; ``plugin_share_of_longest_lag``
+is the fraction of the longest stall during which a stack sampler found the
+loop thread inside the plugin's code.
 ``late`` counts messages whose answer missed the hook's budget (their skill
 goes through ``pre_llm_call``). ``config_reread_ms`` is what the first hook
 call after an edit of config.yaml spends reading it again. RSS of the Hermes-side process (before the
@@ -113,7 +121,8 @@ def prepare(args) -> tuple[Path, list[Path], Path]:
     (home / "plugins" / "semantic-skills").symlink_to(common.REPO, target_is_directory=True)
     settings = {"index_dir": str(index_dir), "embedder": {"backend": args.embedder}}
     config = hermes_default_config()
-    config["plugins"] = {"enabled": ["semantic-skills"], "entries": {"semantic-skills": {"settings": settings}}}
+    # Enabled only when the start-up phase begins: importing Hermes' gateway already discovers plugins.
+    config["plugins"] = {"enabled": [], "entries": {"semantic-skills": {"settings": settings}}}
     (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     done = subprocess.run(build_command(roots, index_dir, args.embedder), env=child_env(home), capture_output=True,
                           text=True)
@@ -164,14 +173,46 @@ class Recorder:
         return None
 
 
-def window(samples: list[tuple[float, float]], start: float, end: float) -> list[float]:
-    return [lag for at, lag in samples if start <= at < end]
+class PluginTime(threading.Thread):
+    """Samples the loop thread's stack every millisecond: is it inside the plugin's code?
+
+    Tells, for the longest stall the probe saw, how much of it was the plugin
+    (its callbacks, waiting for the worker included) and how much Hermes or
+    anything else. Resolution is a few ms: the sampler needs the GIL, which a
+    busy loop thread hands over every 5 ms.
+    """
+
+    PLUGIN_DIR = str(common.REPO / "semantic_skills")
+
+    def __init__(self, loop_thread: int):
+        super().__init__(name="plugin-time-sampler", daemon=True)
+        self.loop_thread = loop_thread
+        self.samples: list[tuple[float, bool]] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            frame = sys._current_frames().get(self.loop_thread)
+            inside = False
+            while frame is not None and not inside:
+                inside = frame.f_code.co_filename.startswith(self.PLUGIN_DIR)
+                frame = frame.f_back
+            self.samples.append((time.perf_counter(), inside))
+            time.sleep(0.001)
+
+    def share(self, start: float, end: float) -> float | None:
+        """The fraction of samples between ``start`` and ``end`` that found the loop inside the plugin."""
+        inside = [flag for at, flag in self.samples if start <= at <= end]
+        return round(sum(inside) / len(inside), 2) if inside else None
 
 
-def lag_summary(samples, start, end) -> dict:
-    lags = window(samples, start, end)
-    return {"loop_lag_max_ms": round(max(lags, default=0.0), 2),
-            "loop_lag_p99_ms": round(common.percentile(lags, 99), 2), "probe_samples": len(lags)}
+def lag_summary(samples, start, end, plugin_time: PluginTime) -> dict:
+    inside = [(at, lag) for at, lag in samples if start <= at < end]
+    lags = [lag for _, lag in inside]
+    worst_at, worst = max(inside, key=lambda sample: sample[1], default=(start, 0.0))
+    return {"loop_lag_max_ms": round(worst, 2), "loop_lag_p99_ms": round(common.percentile(lags, 99), 2),
+            "probe_samples": len(lags),
+            "plugin_share_of_longest_lag": plugin_time.share(worst_at, worst_at + worst / 1000 + PROBE_INTERVAL)}
 
 
 def calls_in(recorder: Recorder, start: float, end: float) -> list[tuple[float, float, bool, str]]:
@@ -185,6 +226,8 @@ def hook_summary(calls) -> dict:
 
 
 async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
+    import yaml
+
     sys.path[:0] = [str(common.REPO / "tests"), str(common.REPO / "tests" / "hermes")]
     from hermes_testkit import Gateway
 
@@ -203,7 +246,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
             samples.append((start, (time.perf_counter() - start - PROBE_INTERVAL) * 1000))
 
     recorder: Recorder | None = None
-    plugin_on = True
+    plugin_on = False
 
     def agent_turn(event, source, session_id):
         if not plugin_on:
@@ -232,19 +275,52 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
         while pending:
             await asyncio.sleep(0.05)
 
+    # Hermes' first message pays one-off imports, and a sender's first message creates its session
+    # (database and file writes on the loop, 100-300 ms here): both happen before measuring.
+    start = time.perf_counter()
+    send()
+    await drain()
+    hermes_first_message_ms = (time.perf_counter() - start) * 1000
+    for _ in users[1:]:
+        send()
+        await drain()
+
+    plugin_time = PluginTime(threading.get_ident())
+    plugin_time.start()
     probe_task = asyncio.ensure_future(probe())
     idle_start = time.perf_counter()
     await asyncio.sleep(3)
     rss_before = common.rss_mb()
 
     # startup: register() on the loop, then messages until the worker is ready
+    config_path = home / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["plugins"]["enabled"] = ["semantic-skills"]
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     startup_start = time.perf_counter()
+    import semantic_skills.hermes as plugin
+
+    import_ms = (time.perf_counter() - startup_start) * 1000
+    register_ms = []
+    register = plugin.register
+
+    def timed_register(ctx):
+        start = time.perf_counter()
+        register(ctx)
+        register_ms.append((time.perf_counter() - start) * 1000)
+
+    plugin.register = timed_register
     manager = get_plugin_manager()
     manager.discover_and_load(force=True)
-    discovery_ms = (time.perf_counter() - startup_start) * 1000
+    plugin.register = register
+    plugin_on = True
+    discovered_at = time.perf_counter()
+    discovery_ms = (discovered_at - startup_start) * 1000
     from semantic_skills.hermes.runtime import current_runtime
 
     runtime = current_runtime()
+    if runtime is None or runtime.client.ready:
+        sys.exit("hook_latency: the plugin was not loaded fresh by the start-up phase")
     recorder = Recorder(runtime, manager._hooks)
     while not runtime.client.ready and time.perf_counter() - startup_start < 600:
         send()
@@ -290,7 +366,6 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     worker_rss = common.rss_mb(runtime.client._process.pid)
 
     # a changed config.yaml is read again by the next hook call, on the loop
-    config_path = home / "config.yaml"
     config_reread_ms = []
     for number in range(5):
         config_path.write_text(config_path.read_text() + f"# edit {number}\n")
@@ -323,31 +398,36 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     swap_end = time.perf_counter()
     stop.set()
     await probe_task
+    plugin_time.stopped.set()
     rss_after = common.rss_mb()
     runtime.close()
 
     ready_event = recorder.first_event(lambda m: m.get("state") == "ready", startup_start)
     return {
-        "idle": lag_summary(samples, idle_start, startup_start),
+        "hermes_first_message_ms": round(hermes_first_message_ms, 1),
+        "idle": lag_summary(samples, idle_start, startup_start, plugin_time),
         "startup": {
+            "plugin_import_ms": round(import_ms, 1),
+            "register_ms": round(register_ms[0], 1) if register_ms else None,
             "plugin_discovery_ms": round(discovery_ms, 1),
+            "loop_lag_max_ms_after_discovery": lag_summary(samples, discovered_at, startup_end, plugin_time)["loop_lag_max_ms"],
             "ready_s": round((ready_event or ready_at) - startup_start, 2),
             **hook_summary(calls_in(recorder, startup_start, ready_at)),
             "agent_turns": len(startup_agent),
             "agent_got_skill": sum(1 for a in startup_agent if a[2]),
             "agent_pre_llm_call_ms": common.stats([a[1] for a in startup_agent]),
-            **lag_summary(samples, startup_start, startup_end),
+            **lag_summary(samples, startup_start, startup_end, plugin_time),
         },
         "round_trip": {"ping_ms": common.stats(ping_ms), "route_ms": common.stats(route_ms)},
-        "hermes_only": {"messages": args.messages, **lag_summary(samples, hermes_start, hermes_end)},
+        "hermes_only": {"messages": args.messages, **lag_summary(samples, hermes_start, hermes_end, plugin_time)},
         "steady": {**hook_summary(calls_in(recorder, steady_start, steady_end)),
-                   **lag_summary(samples, steady_start, steady_end)},
+                   **lag_summary(samples, steady_start, steady_end, plugin_time)},
         "config_reread_ms": common.stats(config_reread_ms),
         "swap": {
             "build_s": round(build_seconds, 2) if build_seconds else None,
             "reloaded_after_s": round(reloaded_at - swap_start, 2) if reloaded_at else None,
             **hook_summary(calls_in(recorder, swap_start, swap_end)),
-            **lag_summary(samples, swap_start, swap_end),
+            **lag_summary(samples, swap_start, swap_end, plugin_time),
         },
         "rss_mb": {"hermes_process_before_plugin": rss_before, "hermes_process_end": rss_after,
                    "worker_after_warmup": worker_rss},

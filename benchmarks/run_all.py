@@ -111,11 +111,13 @@ def summary(rows: list[dict]) -> list[tuple[str, str, str]]:
                           f"(late {steady['late']}/{steady['messages']}); swap {swap['hook_ms']['p99']} / "
                           f"{swap['hook_ms']['max']} ms ({load})", "p99 <= 25 ms"))
             lines.append((f"longest loop block {tag}",
-                          f"startup {startup['loop_lag_max_ms']}, steady {steady['loop_lag_max_ms']}, swap "
+                          f"startup {startup['loop_lag_max_ms']} (after discovery "
+                          f"{startup['loop_lag_max_ms_after_discovery']}), steady {steady['loop_lag_max_ms']}, swap "
                           f"{swap['loop_lag_max_ms']} ms; Hermes alone {row['hermes_only']['loop_lag_max_ms']}, idle "
                           f"{row['idle']['loop_lag_max_ms']} ms ({load})", "never > 50 ms"))
             lines.append((f"cold start {tag}",
-                          f"plugin discovery {startup['plugin_discovery_ms']} ms on the loop; ready after "
+                          f"plugin import {startup['plugin_import_ms']} ms + register() {startup['register_ms']} ms "
+                          f"(Hermes' whole plugin discovery {startup['plugin_discovery_ms']} ms) on the loop; ready after "
                           f"{startup['ready_s']} s; first messages: hook p99 {startup['hook_ms'].get('p99')} ms, "
                           f"{startup['agent_got_skill']}/{startup['agent_turns']} got a skill at the agent", "report"))
             lines.append((f"config.yaml re-read by the next hook call {tag}",
