@@ -15,6 +15,7 @@ import click
 from . import __version__
 from .errors import SemanticSkillsError
 from .settings import (
+    EMBEDDER_BACKENDS,
     EmbedderSettings,
     Settings,
     SkillsRoot,
@@ -93,7 +94,7 @@ index_dir_option = click.option(
     help="Index folder (default: $SEMANTIC_SKILLS_INDEX_DIR, the index_dir setting, or the plugin's skills_index/).",
 )
 embedder_option = click.option(
-    "--embedder", "backend", type=click.Choice(["sentence-transformers", "litellm"]),
+    "--embedder", "backend", type=click.Choice(EMBEDDER_BACKENDS),
     help="Embedder backend (default: the embedder setting, else sentence-transformers).",
 )
 model_option = click.option(

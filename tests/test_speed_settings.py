@@ -1,0 +1,119 @@
+"""The settings and code paths chosen for speed keep their behaviour (timings live in benchmarks/)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from semantic_skills.service import WAITING_FOR_INDEX, RouterClient
+
+
+def _environment_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(entry.split("=", 1) for entry in raw.decode(errors="replace").split("\0") if "=" in entry)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to read the worker's environment")
+def test_routing_worker_runs_numpy_torch_and_onnxruntime_on_one_thread(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")  # the host's own setting does not leak into the worker
+    client = RouterClient(tmp_path / "no-index-yet")
+    client.start()
+    try:
+        deadline = time.monotonic() + 60
+        while client.state != WAITING_FOR_INDEX and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.state == WAITING_FOR_INDEX, client.detail
+        environment = _environment_of(client._process.pid)
+    finally:
+        client.close()
+
+    assert environment["OMP_NUM_THREADS"] == "1"
+    assert environment["OPENBLAS_NUM_THREADS"] == "1" and environment["MKL_NUM_THREADS"] == "1"
+
+
+QUERIES = [
+    "convert this PDF to markdown",
+    "My postgres container keeps restarting and the web service can't connect to it",
+    "好的，请帮我把这个表格转换成图表",
+    "deploy " * 400,  # longer than the model's 256 tokens: truncated the same way
+]
+
+
+def _encode_vector(embedder, text):
+    import numpy as np
+
+    vector = embedder._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
+    return vector / np.linalg.norm(vector)
+
+
+@pytest.mark.parametrize("text", QUERIES)
+def test_query_vector_is_the_one_encode_gives(bundled_embedder, text):
+    import numpy as np
+
+    assert np.allclose(bundled_embedder.embed_query(text), _encode_vector(bundled_embedder, text), atol=1e-6)
+
+
+def test_query_vector_honours_a_default_prompt_as_encode_does(bundled_embedder, monkeypatch):
+    import numpy as np
+
+    text = QUERIES[0]
+    plain = bundled_embedder.embed_query(text)
+    monkeypatch.setattr(bundled_embedder._model, "prompts", {"query": "query: "})
+    monkeypatch.setattr(bundled_embedder._model, "default_prompt_name", "query")
+
+    prompted = bundled_embedder.embed_query(text)
+
+    assert np.allclose(prompted, _encode_vector(bundled_embedder, text), atol=1e-6)
+    assert not np.allclose(prompted, plain, atol=1e-3)
+
+
+def test_documents_are_embedded_by_length_but_returned_in_input_order(bundled_embedder, monkeypatch):
+    import numpy as np
+
+    texts = ["bake bread", "deploy the web service with docker compose and check its health", "pdf",
+             "convert a scanned PDF into clean markdown with tables and headings preserved", "sql"]
+    monkeypatch.setattr(bundled_embedder, "batch_size", 2)
+    advanced = []
+
+    vectors = bundled_embedder.embed_documents(texts, progress=advanced.append)
+
+    expected = np.vstack([_encode_vector(bundled_embedder, t) for t in texts])
+    assert np.allclose(vectors, expected, atol=1e-5)
+    assert advanced == [2, 2, 1]
+
+
+def test_config_is_read_as_yaml_safe_load_reads_it(tmp_path):
+    import yaml
+
+    from semantic_skills.settings import load_hermes_config
+
+    hermes_config = pytest.importorskip("hermes_cli.config", reason="Hermes Agent is not installed")
+    text = yaml.safe_dump({**hermes_config.DEFAULT_CONFIG, "when": "2026-01-02", "ratio": 1e-3, "empty": None},
+                          sort_keys=False)
+    (tmp_path / "config.yaml").write_text(text + "anchors: &a {x: 1}\nalias: *a\n")
+
+    assert load_hermes_config(tmp_path) == yaml.safe_load((tmp_path / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize("backend, expected", [("sentence-transformers", 16), ("onnx", 16), ("litellm", 64)])
+def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(backend, expected):
+    from semantic_skills.embedders import create_embedder
+    from semantic_skills.settings import EmbedderSettings
+
+    model = "openai/text-embedding-3-small" if backend == "litellm" else ""
+
+    assert create_embedder(EmbedderSettings(backend=backend, model=model)).batch_size == expected
+    assert create_embedder(EmbedderSettings(backend=backend, model=model, batch_size=5)).batch_size == 5
+
+
+def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch):
+    import os
+
+    from semantic_skills.embedders import SentenceTransformerEmbedder
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    SentenceTransformerEmbedder().load()
+
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
