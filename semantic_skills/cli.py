@@ -20,6 +20,7 @@ from .settings import (
     Settings,
     SkillsRoot,
     default_index_dir,
+    disabled_skill_names,
     hermes_skills_roots,
     load_settings,
 )
@@ -194,15 +195,15 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
 @main.command()
 @click.argument("query")
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 100), help="How many skills to list.")
-@click.option("--platform", help="Only skills allowed on this chat platform (e.g. telegram, cli).")
+@click.option("--platform", help="Also leave out the skills skills.platform_disabled turns off on this chat platform.")
 @index_dir_option
 @embedder_option
 @model_option
 @json_option
 def search(query, k, platform, index_dir, backend, model, as_json):
-    """List the skills that best match QUERY, best first."""
+    """List the skills that best match QUERY, best first (skills.disabled left out)."""
     router = _open_router(index_dir, backend, model)
-    results = router.search(query, k=k, platform=platform)
+    results = router.search(query, k=k, exclude=disabled_skill_names(platform))
     if as_json:
         click.echo(json.dumps([c.as_dict() for c in results], ensure_ascii=False))
         return
@@ -220,18 +221,19 @@ def _decision_line(query, decision) -> str:
 @click.argument("message", required=False)
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='A JSONL file with one {"query": ...} per line; prints one JSON decision per line, in order.')
-@click.option("--platform", help="Route as if the message came from this chat platform.")
+@click.option("--platform", help="Route as the hook would for this chat platform (its skills.platform_disabled).")
 @index_dir_option
 @embedder_option
 @model_option
 @json_option
 def route(message, queries, platform, index_dir, backend, model, as_json):
-    """Decide which skill, if any, would be injected for MESSAGE."""
+    """Decide which skill, if any, would be injected for MESSAGE (skills.disabled left out)."""
     if (message is None) == (queries is None):
         raise click.UsageError("give either MESSAGE or --queries FILE")
     router = _open_router(index_dir, backend, model)
+    exclude = disabled_skill_names(platform)
     if queries is None:
-        decision = router.route(message, platform=platform)
+        decision = router.route(message, exclude=exclude)
         if as_json:
             click.echo(_decision_line(message, decision))
         elif decision.skill:
@@ -251,7 +253,7 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
             click.echo(json.dumps({"query": None, "skill": None, "score": 0.0, "reason": f"line {number}: invalid input ({exc})",
                                    "candidates": []}))
             continue
-        click.echo(_decision_line(query, router.route(query, platform=platform)))
+        click.echo(_decision_line(query, router.route(query, exclude=exclude)))
 
 
 # --------------------------------------------------------------------------- eval / calibrate

@@ -166,11 +166,10 @@ class SkillRouter:
     def warm(self) -> None:
         """Load the embedder now and check it produces this index's dimension."""
         self.embedder.load()
-        self._check_dimension()
+        self._check_dimension(self.embedder.identity.dimension, self._state)
 
-    def _check_dimension(self) -> None:
-        have = self.embedder.identity.dimension
-        want = self._state.main.shape[1]
+    def _check_dimension(self, have: int | None, state: _State) -> None:
+        want = state.main.shape[1]
         if have and have != want:
             raise EmbedderMismatch(
                 f"the embedder {self.embedder.identity.describe()} gives {have}-d vectors but the index in "
@@ -231,31 +230,32 @@ class SkillRouter:
                 self._query_cache.popitem(last=False)
         return vector
 
-    def _eligible(self, state: _State, platform: str | None, exclude: frozenset[str]) -> np.ndarray:
-        key = (platform, exclude)
-        mask = state.eligibility.get(key)
+    def _eligible(self, state: _State, exclude: frozenset[str]) -> np.ndarray:
+        """Skills this machine may offer (``platforms:``) and not named in ``exclude``; cached per set."""
+        mask = state.eligibility.get(exclude)
         if mask is None:
             mask = np.array(
                 [
-                    platforms_allow(r.platforms, platform) and r.name not in exclude and r.folder not in exclude
+                    platforms_allow(r.platforms) and r.name not in exclude and r.folder not in exclude
                     for r in state.manifest.skills
                 ],
                 dtype=bool,
             )
             if len(state.eligibility) > 64:
                 state.eligibility.clear()
-            state.eligibility[key] = mask
+            state.eligibility[exclude] = mask
         return mask
 
-    def _rank(self, state: _State, text: str, platform: str | None, exclude: Iterable[str]) -> _Ranking | None:
+    def _rank(self, state: _State, text: str, exclude: Iterable[str]) -> _Ranking | None:
         """Score the eligible skills for ``text``; None when there are none."""
         if not state.manifest.skills:
             return None
-        mask = self._eligible(state, platform, frozenset(exclude))
+        mask = self._eligible(state, frozenset(exclude))
         eligible = int(mask.sum())
         if eligible == 0:
             return None
         query = self.embed_query(text)
+        self._check_dimension(query.shape[-1], state)
         # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
         main_cosine = np.einsum("ij,j->i", state.main, query)
         lexical = state.lexical.scores(text)
@@ -283,22 +283,22 @@ class SkillRouter:
 
     # ------------------------------------------------------------------ public API
 
-    def search(self, text: str, k: int = 5, platform: str | None = None, exclude: Iterable[str] = ()) -> list[Candidate]:
-        """The ``k`` best skills for ``text``, best first, among those allowed on ``platform``."""
+    def search(self, text: str, k: int = 5, exclude: Iterable[str] = ()) -> list[Candidate]:
+        """The ``k`` best eligible skills for ``text``, best first, leaving out names in ``exclude``."""
         if not text or not text.strip():
             return []
         state = self._state
-        ranking = self._rank(state, text, platform, exclude)
+        ranking = self._rank(state, text, exclude)
         return self._candidates(state, ranking, k) if ranking is not None else []
 
-    def route(self, text: str, platform: str | None = None, exclude: Iterable[str] = ()) -> Decision:
+    def route(self, text: str, exclude: Iterable[str] = ()) -> Decision:
         """Decide which skill to inject for ``text``: the top one if it passes the gate, else none."""
         state = self._state
         gate = self.gate
         floor, min_gap = gate.floor, gate.min_relative_gap
         if not text or not text.strip():
             return Decision(None, 0.0, "empty message", [], floor, min_relative_gap=min_gap)
-        ranking = self._rank(state, text, platform, exclude)
+        ranking = self._rank(state, text, exclude)
         if ranking is None:
             return Decision(None, 0.0, "no eligible skills", [], floor, min_relative_gap=min_gap)
         candidates = self._candidates(state, ranking, ROUTE_CANDIDATES)

@@ -8,8 +8,11 @@ wait on a model load, so routing runs in a child process::
 The worker reads one JSON request per line on stdin and answers one JSON line
 per request on stdout, in any order, matched by ``id``::
 
-    {"id": 1, "op": "route",  "text": "...", "platform": "telegram", "exclude": [...], "max_chars": 16000}
-    {"id": 2, "op": "search", "text": "...", "limit": 3, "platform": "", "exclude": [], "max_chars": 16000}
+    {"id": 1, "op": "route",  "text": "...", "exclude": [...], "max_chars": 16000}
+    {"id": 2, "op": "search", "text": "...", "limit": 3, "exclude": [], "max_chars": 16000}
+
+``exclude`` names the skills the host's config turns off for this message
+(``skills.disabled`` and the chat platform's ``skills.platform_disabled``).
     {"id": 3, "op": "ping"}
 
 Answers are ``{"id": 1, "ok": true, ...}`` or ``{"id": 1, "ok": false,
@@ -192,22 +195,21 @@ class RoutingService:
                 status = {WAITING_FOR_INDEX: INDEX_MISSING, FAILED: ERROR}.get(self._state, NOT_READY)
                 return {"ok": False, "status": status, "error": self._detail or "the index is loading"}
             text = str(request.get("text") or "")[:MAX_TEXT_CHARS]
-            platform = str(request.get("platform") or "") or None
             exclude = frozenset(str(n) for n in request.get("exclude") or ())
             max_chars = int(request.get("max_chars") or 16000)
             if op == "route":
-                return self._route(router, text, platform, exclude, max_chars)
+                return self._route(router, text, exclude, max_chars)
             if op == "search":
                 limit = max(1, min(10, int(request.get("limit") or 3)))
-                return self._search(router, text, limit, platform, exclude, max_chars)
+                return self._search(router, text, limit, exclude, max_chars)
             return {"ok": False, "status": ERROR, "error": f"unknown op {op!r}"}
         except Exception as exc:  # noqa: BLE001 - one bad request must not kill the worker
             return {"ok": False, "status": ERROR, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
 
-    def _route(self, router, text, platform, exclude, max_chars) -> dict:
+    def _route(self, router, text, exclude, max_chars) -> dict:
         from .injection import skill_block
 
-        decision = router.route(text, platform=platform, exclude=exclude)
+        decision = router.route(text, exclude=exclude)
         answer = {"ok": True, "skill": None, "score": round(decision.score, 4), "reason": decision.reason}
         if decision.skill is not None:
             markdown = self._read_markdown(decision.skill.path, router.manifest.roots)
@@ -218,11 +220,11 @@ class RoutingService:
                 answer["block"] = skill_block(decision.skill.name, decision.score, markdown, max_chars)
         return answer
 
-    def _search(self, router, text, limit, platform, exclude, max_chars) -> dict:
+    def _search(self, router, text, limit, exclude, max_chars) -> dict:
         from .injection import cap_body
         from .skills import strip_front_matter
 
-        found = router.search(text, k=limit, platform=platform, exclude=exclude)
+        found = router.search(text, k=limit, exclude=exclude)
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         best = None
         if found:
@@ -557,25 +559,25 @@ class RouterClient:
             self._outbox_ready.notify()
         return future
 
-    def route_async(self, text: str, platform: str | None, exclude, max_chars: int) -> Future:
+    def route_async(self, text: str, exclude, max_chars: int) -> Future:
         """Ask which skill to inject for ``text``; the reply's ``data['block']`` holds it when one fits."""
-        return self.submit("route", text=text, platform=platform or "", exclude=sorted(exclude),
+        return self.submit("route", text=text, exclude=sorted(exclude),
                            max_chars=int(max_chars))
 
-    def route(self, text: str, platform: str | None, exclude, max_chars: int, timeout: float,
+    def route(self, text: str, exclude, max_chars: int, timeout: float,
               wait_ready: float = 0.0) -> Reply:
         """:meth:`route_async`, waiting at most ``wait_ready`` for the worker plus ``timeout`` for the answer."""
         if wait_ready > 0:
             self.wait_ready(wait_ready)
-        return result_within(self.route_async(text, platform, exclude, max_chars), timeout)
+        return result_within(self.route_async(text, exclude, max_chars), timeout)
 
-    def search(self, text: str, limit: int, platform: str | None, exclude, max_chars: int, timeout: float,
+    def search(self, text: str, limit: int, exclude, max_chars: int, timeout: float,
                wait_ready: float = 0.0) -> Reply:
         """The best skills for ``text`` and the capped body of the best one."""
         if wait_ready > 0:
             self.wait_ready(wait_ready)
-        future = self.submit("search", text=text, limit=int(limit), platform=platform or "",
-                             exclude=sorted(exclude), max_chars=int(max_chars))
+        future = self.submit("search", text=text, limit=int(limit), exclude=sorted(exclude),
+                             max_chars=int(max_chars))
         return result_within(future, timeout)
 
 

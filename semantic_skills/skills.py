@@ -51,14 +51,15 @@ class Skill:
     warnings: tuple[str, ...] = ()
 
 
-def platforms_allow(platforms: Iterable[str], platform: str | None = None) -> bool:
+def platforms_allow(platforms: Iterable[str]) -> bool:
     """True when Hermes would offer a skill with these ``platforms:`` entries on this machine.
 
     As in Hermes, no entries allow every machine, and each entry names an
     operating system: ``macos``, ``linux``, ``windows`` or a prefix of
     ``sys.platform`` (Termux counts as Linux). An entry such as ``telegram``
     matches no machine, so Hermes never offers that skill and the plugin never
-    injects it; the chat ``platform`` therefore plays no part.
+    injects it. Chat platforms are Hermes' ``skills.platform_disabled``, applied
+    by the caller.
     """
     termux = bool(os.environ.get("TERMUX_VERSION") or "com.termux/files/usr" in os.environ.get("PREFIX", ""))
     entries = list(platforms)

@@ -166,6 +166,25 @@ def test_route_json_explains_the_decision(indexed):
     assert cli("route", "--index-dir", index_dir, PDF_QUERY).stdout.startswith("inject pdf-to-markdown (score ")
 
 
+def test_route_and_search_leave_out_what_the_hermes_config_turns_off(indexed, _isolated_hermes_home):
+    _, index_dir = indexed
+    (_isolated_hermes_home / "config.yaml").write_text(
+        "skills:\n  platform_disabled:\n    telegram: [pdf-to-markdown]\n", encoding="utf-8")
+
+    def top(*args):
+        return json.loads(cli(*args, "--index-dir", index_dir, "--json", PDF_QUERY).stdout)
+
+    assert top("route")["skill"] == "pdf-to-markdown"
+    assert top("route", "--platform", "discord")["skill"] == "pdf-to-markdown"
+    on_telegram = top("route", "--platform", "telegram")
+    assert on_telegram["skill"] != "pdf-to-markdown"
+    assert "pdf-to-markdown" not in [c["name"] for c in on_telegram["candidates"]]
+    assert "pdf-to-markdown" not in [c["name"] for c in top("search", "--platform", "telegram")]
+
+    (_isolated_hermes_home / "config.yaml").write_text("skills:\n  disabled: [pdf-to-markdown]\n", encoding="utf-8")
+    assert top("search")[0]["name"] != "pdf-to-markdown"
+
+
 def test_route_needs_exactly_one_of_message_and_queries(indexed, tmp_path):
     _, index_dir = indexed
     queries = tmp_path / "q.jsonl"

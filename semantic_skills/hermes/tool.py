@@ -59,7 +59,7 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         platform = current_platform()
         settings = rt.settings()
         rt.client.start()
-        reply = rt.client.search(query, limit, platform, disabled_skill_names(platform, rt.home),
+        reply = rt.client.search(query, limit, disabled_skill_names(platform, rt.home),
                                  settings.max_tool_chars, AGENT_ANSWER_TIMEOUT_SECONDS,
                                  wait_ready=settings.warmup_wait_seconds)
         if reply.status == INDEX_MISSING:

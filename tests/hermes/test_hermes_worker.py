@@ -79,7 +79,7 @@ def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes
         try:
             reported = lambda: [m for m in semantic_warnings(caplog) if "kept the previous index" in m]  # noqa: E731
             assert wait_until(lambda: reported(), timeout=30)
-            answers = [runtime.client.route(DOCKER, "whatsapp", (), 16000, timeout=30) for _ in range(3)]
+            answers = [runtime.client.route(DOCKER, (), 16000, timeout=30) for _ in range(3)]
             wait_until(lambda: False, timeout=2.5)  # a few more reload checks
         finally:
             publish(good)
@@ -95,7 +95,7 @@ def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
 
     assert wait_until(lambda: not runtime.client.ready, timeout=30)
     assert runtime.client.wait_ready(240), runtime.client.detail
-    answer = runtime.client.route(DOCKER, "whatsapp", (), 16000, timeout=30)
+    answer = runtime.client.route(DOCKER, (), 16000, timeout=30)
     assert answer.ok and answer.data["skill"] == "docker-compose-debug"
 
 
