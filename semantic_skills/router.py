@@ -29,7 +29,7 @@ from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative
 from .index import Manifest, load_index, manifest_stamp
 from .lexical import LexicalIndex
 from .settings import EmbedderSettings, default_index_dir
-from .skills import platforms_allow
+from .skills import environments_allow, platforms_allow
 
 DEFAULT_THRESHOLD = FLOOR
 MAX_QUERY_CHARS = 2048
@@ -124,9 +124,11 @@ class SkillRouter:
     """
 
     def __init__(self, index_dir: Path, manifest: Manifest, vectors: np.ndarray, embedder: Embedder,
-                 threshold: float | None = None, stamp: tuple | None = None):
+                 threshold: float | None = None, stamp: tuple | None = None,
+                 inactive_environments: frozenset[str] = frozenset()):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
+        self.inactive_environments = frozenset(inactive_environments)
         self._threshold_override = threshold
         self._state = self._make_state(manifest, vectors, stamp)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -138,11 +140,13 @@ class SkillRouter:
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, embedder: Embedder | EmbedderSettings | None = None,
-             threshold: float | None = None) -> "SkillRouter":
+             threshold: float | None = None, inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
         """Open the index in ``index_dir`` (default: the plugin's ``skills_index/``).
 
         With no ``embedder`` the one recorded in the index is used; a given
-        embedder must match it, or :class:`EmbedderMismatch` is raised.
+        embedder must match it, or :class:`EmbedderMismatch` is raised. Skills
+        whose ``environments:`` are all in ``inactive_environments`` are never
+        offered (see :func:`~semantic_skills.skills.environments_allow`).
         """
         index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
         stamp = manifest_stamp(index_dir)
@@ -154,7 +158,7 @@ class SkillRouter:
             embedder = create_embedder(embedder)
         else:
             _check_same_space(manifest, embedder.identity, index_dir)
-        return cls(index_dir, manifest, vectors, embedder, threshold, stamp)
+        return cls(index_dir, manifest, vectors, embedder, threshold, stamp, inactive_environments)
 
     def _make_state(self, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None) -> _State:
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
@@ -231,12 +235,13 @@ class SkillRouter:
         return vector
 
     def _eligible(self, state: _State, exclude: frozenset[str]) -> np.ndarray:
-        """Skills this machine may offer (``platforms:``) and not named in ``exclude``; cached per set."""
+        """Skills this machine may offer (``platforms:``, ``environments:``) not in ``exclude``; cached per set."""
         mask = state.eligibility.get(exclude)
         if mask is None:
             mask = np.array(
                 [
-                    platforms_allow(r.platforms) and r.name not in exclude and r.folder not in exclude
+                    platforms_allow(r.platforms) and environments_allow(r.environments, self.inactive_environments)
+                    and r.name not in exclude and r.folder not in exclude
                     for r in state.manifest.skills
                 ],
                 dtype=bool,
