@@ -92,7 +92,9 @@ class _State:
     ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
     by repeating one (``None`` when no skill has any). ``separation[i]`` is 1
     minus the mean cosine of skill ``i``'s main vector to its ``NEIGHBOURS``
-    nearest other skills.
+    nearest other skills. ``offered`` marks the skills this machine may offer
+    (``platforms:``, ``environments:``); ``positions`` maps each name and
+    folder to its skills, so a message's exclusions cost a lookup per name.
     """
 
     manifest: Manifest
@@ -101,7 +103,8 @@ class _State:
     separation: np.ndarray
     lexical: LexicalIndex
     stamp: tuple | None
-    eligibility: dict = field(default_factory=dict)
+    offered: np.ndarray
+    positions: dict[str, list[int]]
 
 
 @dataclass(frozen=True)
@@ -164,8 +167,14 @@ class SkillRouter:
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
         counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
         main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
+        offered = np.array([platforms_allow(r.platforms) and environments_allow(r.environments, self.inactive_environments)
+                            for r in manifest.skills], dtype=bool)
+        positions: dict[str, list[int]] = {}
+        for i, record in enumerate(manifest.skills):
+            for key in {record.name, record.folder}:
+                positions.setdefault(key, []).append(i)
         return _State(manifest, main, _padded_views(vectors, starts, counts), _separation(main),
-                      LexicalIndex.for_skills(manifest.skills), stamp)
+                      LexicalIndex.for_skills(manifest.skills), stamp, offered, positions)
 
     def warm(self) -> None:
         """Load the embedder now and check it produces this index's dimension."""
@@ -234,28 +243,18 @@ class SkillRouter:
                 self._query_cache.popitem(last=False)
         return vector
 
-    def _eligible(self, state: _State, exclude: frozenset[str]) -> np.ndarray:
-        """Skills this machine may offer (``platforms:``, ``environments:``) not in ``exclude``; cached per set."""
-        mask = state.eligibility.get(exclude)
-        if mask is None:
-            mask = np.array(
-                [
-                    platforms_allow(r.platforms) and environments_allow(r.environments, self.inactive_environments)
-                    and r.name not in exclude and r.folder not in exclude
-                    for r in state.manifest.skills
-                ],
-                dtype=bool,
-            )
-            if len(state.eligibility) > 64:
-                state.eligibility.clear()
-            state.eligibility[exclude] = mask
+    def _eligible(self, state: _State, exclude: Iterable[str]) -> np.ndarray:
+        """Skills this machine may offer whose name and folder are not in ``exclude``."""
+        mask = state.offered.copy()
+        for name in exclude:
+            mask[state.positions.get(name, [])] = False
         return mask
 
     def _rank(self, state: _State, text: str, exclude: Iterable[str]) -> _Ranking | None:
         """Score the eligible skills for ``text``; None when there are none."""
         if not state.manifest.skills:
             return None
-        mask = self._eligible(state, frozenset(exclude))
+        mask = self._eligible(state, exclude)
         eligible = int(mask.sum())
         if eligible == 0:
             return None
