@@ -223,7 +223,7 @@ def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
 def test_default_route_budget_depends_on_the_embedder(tmp_path):
     rt = PluginRuntime(tmp_path)
     try:
-        assert rt.route_timeout() == 0.040
+        assert rt.route_timeout() == 0.024
         rt.client.backend = "litellm"
         assert rt.route_timeout() == 0.200
     finally:
