@@ -44,6 +44,7 @@ class SkillRecord:
     category: str
     description: str
     platforms: tuple[str, ...]
+    environments: tuple[str, ...]
     tags: tuple[str, ...]
     external: bool
     row_start: int
@@ -52,8 +53,8 @@ class SkillRecord:
     @classmethod
     def from_skill(cls, skill: Skill, row_start: int, row_count: int) -> "SkillRecord":
         return cls(
-            skill.name, skill.folder, skill.path, skill.content_hash, skill.category,
-            skill.description, skill.platforms, skill.tags, skill.external, row_start, row_count,
+            skill.name, skill.folder, skill.path, skill.content_hash, skill.category, skill.description,
+            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count,
         )
 
     def to_skill(self) -> Skill:
@@ -61,14 +62,15 @@ class SkillRecord:
         return Skill(
             name=self.name, description=self.description, category=self.category, path=self.path,
             folder=self.folder, content_hash=self.content_hash, platforms=self.platforms,
-            tags=self.tags, external=self.external,
+            environments=self.environments, tags=self.tags, external=self.external,
         )
 
     def as_dict(self) -> dict:
         return {
             "name": self.name, "folder": self.folder, "path": self.path, "hash": self.content_hash,
             "category": self.category, "description": self.description,
-            "platforms": list(self.platforms), "tags": list(self.tags), "external": self.external,
+            "platforms": list(self.platforms), "environments": list(self.environments), "tags": list(self.tags),
+            "external": self.external,
             "rows": [self.row_start, self.row_count],
         }
 
@@ -78,7 +80,8 @@ class SkillRecord:
         return cls(
             str(data["name"]), str(data.get("folder", "")), str(data["path"]), str(data["hash"]),
             str(data.get("category", "")), str(data.get("description", "")),
-            tuple(str(p) for p in data.get("platforms", ())), tuple(str(t) for t in data.get("tags", ())),
+            tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
+            tuple(str(t) for t in data.get("tags", ())),
             bool(data.get("external", False)), int(start), int(count),
         )
 

@@ -29,7 +29,7 @@ from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative
 from .index import Manifest, load_index, manifest_stamp
 from .lexical import LexicalIndex
 from .settings import EmbedderSettings, default_index_dir
-from .skills import platforms_allow
+from .skills import environments_allow, platforms_allow
 
 DEFAULT_THRESHOLD = FLOOR
 MAX_QUERY_CHARS = 2048
@@ -92,7 +92,9 @@ class _State:
     ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
     by repeating one (``None`` when no skill has any). ``separation[i]`` is 1
     minus the mean cosine of skill ``i``'s main vector to its ``NEIGHBOURS``
-    nearest other skills.
+    nearest other skills. ``offered`` marks the skills this machine may offer
+    (``platforms:``, ``environments:``); ``positions`` maps each name and
+    folder to its skills, so a message's exclusions cost a lookup per name.
     """
 
     manifest: Manifest
@@ -101,7 +103,8 @@ class _State:
     separation: np.ndarray
     lexical: LexicalIndex
     stamp: tuple | None
-    eligibility: dict = field(default_factory=dict)
+    offered: np.ndarray
+    positions: dict[str, list[int]]
 
 
 @dataclass(frozen=True)
@@ -124,9 +127,11 @@ class SkillRouter:
     """
 
     def __init__(self, index_dir: Path, manifest: Manifest, vectors: np.ndarray, embedder: Embedder,
-                 threshold: float | None = None, stamp: tuple | None = None):
+                 threshold: float | None = None, stamp: tuple | None = None,
+                 inactive_environments: frozenset[str] = frozenset()):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
+        self.inactive_environments = frozenset(inactive_environments)
         self._threshold_override = threshold
         self._state = self._make_state(manifest, vectors, stamp)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -138,11 +143,13 @@ class SkillRouter:
 
     @classmethod
     def open(cls, index_dir: str | Path | None = None, embedder: Embedder | EmbedderSettings | None = None,
-             threshold: float | None = None) -> "SkillRouter":
+             threshold: float | None = None, inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
         """Open the index in ``index_dir`` (default: the plugin's ``skills_index/``).
 
         With no ``embedder`` the one recorded in the index is used; a given
-        embedder must match it, or :class:`EmbedderMismatch` is raised.
+        embedder must match it, or :class:`EmbedderMismatch` is raised. Skills
+        whose ``environments:`` are all in ``inactive_environments`` are never
+        offered (see :func:`~semantic_skills.skills.environments_allow`).
         """
         index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
         stamp = manifest_stamp(index_dir)
@@ -154,14 +161,20 @@ class SkillRouter:
             embedder = create_embedder(embedder)
         else:
             _check_same_space(manifest, embedder.identity, index_dir)
-        return cls(index_dir, manifest, vectors, embedder, threshold, stamp)
+        return cls(index_dir, manifest, vectors, embedder, threshold, stamp, inactive_environments)
 
     def _make_state(self, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None) -> _State:
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
         counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
         main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
+        offered = np.array([platforms_allow(r.platforms) and environments_allow(r.environments, self.inactive_environments)
+                            for r in manifest.skills], dtype=bool)
+        positions: dict[str, list[int]] = {}
+        for i, record in enumerate(manifest.skills):
+            for key in {record.name, record.folder}:
+                positions.setdefault(key, []).append(i)
         return _State(manifest, main, _padded_views(vectors, starts, counts), _separation(main),
-                      LexicalIndex.for_skills(manifest.skills), stamp)
+                      LexicalIndex.for_skills(manifest.skills), stamp, offered, positions)
 
     def warm(self) -> None:
         """Load the embedder now and check it produces this index's dimension."""
@@ -230,27 +243,18 @@ class SkillRouter:
                 self._query_cache.popitem(last=False)
         return vector
 
-    def _eligible(self, state: _State, exclude: frozenset[str]) -> np.ndarray:
-        """Skills this machine may offer (``platforms:``) and not named in ``exclude``; cached per set."""
-        mask = state.eligibility.get(exclude)
-        if mask is None:
-            mask = np.array(
-                [
-                    platforms_allow(r.platforms) and r.name not in exclude and r.folder not in exclude
-                    for r in state.manifest.skills
-                ],
-                dtype=bool,
-            )
-            if len(state.eligibility) > 64:
-                state.eligibility.clear()
-            state.eligibility[exclude] = mask
+    def _eligible(self, state: _State, exclude: Iterable[str]) -> np.ndarray:
+        """Skills this machine may offer whose name and folder are not in ``exclude``."""
+        mask = state.offered.copy()
+        for name in exclude:
+            mask[state.positions.get(name, [])] = False
         return mask
 
     def _rank(self, state: _State, text: str, exclude: Iterable[str]) -> _Ranking | None:
         """Score the eligible skills for ``text``; None when there are none."""
         if not state.manifest.skills:
             return None
-        mask = self._eligible(state, frozenset(exclude))
+        mask = self._eligible(state, exclude)
         eligible = int(mask.sum())
         if eligible == 0:
             return None

@@ -3,7 +3,7 @@
 The host (for example a chat gateway) must never import torch or numpy or
 wait on a model load, so routing runs in a child process::
 
-    python -m semantic_skills.service --index-dir DIR
+    python -m semantic_skills.service --index-dir DIR [--inactive-environments kanban,s6]
 
 The worker reads one JSON request per line on stdin and answers one JSON line
 per request on stdout, in any order, matched by ``id``::
@@ -22,7 +22,8 @@ an ``event`` key instead of an ``id`` report the worker's state
 
 The worker waits for an index to appear, swaps in a rebuilt index at most
 about once a second (keeping the old one if the new one cannot be used), and
-exits when its stdin closes, so it never outlives its host.
+exits when its stdin closes, so it never outlives its host. It never offers
+a skill whose ``environments:`` are all among the host's inactive ones.
 
 This module imports only the standard library at the top: the client side is
 safe to import anywhere.
@@ -44,6 +45,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable
 
 logger = logging.getLogger("semantic_skills")
 
@@ -106,9 +108,10 @@ def _first_line(exc: BaseException) -> str:
 class RoutingService:
     """The worker's state: one :class:`SkillRouter`, loaded and reloaded off the request thread."""
 
-    def __init__(self, index_dir: Path, emit):
+    def __init__(self, index_dir: Path, emit, inactive_environments: frozenset[str]):
         self.index_dir = Path(index_dir)
         self._emit = emit
+        self._inactive_environments = inactive_environments
         self._router = None
         self._state = STARTING
         self._detail = ""
@@ -173,7 +176,8 @@ class RoutingService:
 
         self._set_state(LOADING, f"loading the index in {self.index_dir} and its embedder")
         configured = settings.embedder if settings.embedder != EmbedderSettings() else None
-        router = SkillRouter.open(self.index_dir, embedder=configured, threshold=settings.threshold)
+        router = SkillRouter.open(self.index_dir, embedder=configured, threshold=settings.threshold,
+                                  inactive_environments=self._inactive_environments)
         router.warm()
         if router.embedder.identity.backend != "litellm":
             router.embedder.embed_query("warm-up")  # the first local embedding is slow; take it here
@@ -263,7 +267,7 @@ class RoutingService:
         return text
 
 
-def serve(index_dir: Path) -> None:
+def serve(index_dir: Path, inactive_environments: frozenset[str]) -> None:
     """Run the worker on this process's stdin and stdout until stdin closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Keep the protocol channel private: anything a library prints goes to stderr.
@@ -276,7 +280,7 @@ def serve(index_dir: Path) -> None:
         with write_lock:
             protocol.write(line)
 
-    service = RoutingService(index_dir, emit)
+    service = RoutingService(index_dir, emit, inactive_environments)
     threading.Thread(target=service.run_loader, name="semantic-skills-loader", daemon=True).start()
     for raw in sys.stdin.buffer:
         try:
@@ -296,7 +300,11 @@ def serve(index_dir: Path) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m semantic_skills.service", description=__doc__.split("\n\n")[0])
     parser.add_argument("--index-dir", type=Path, required=True, help="The index folder to serve.")
-    serve(parser.parse_args(argv).index_dir)
+    parser.add_argument("--inactive-environments", default="", metavar="ENV,ENV",
+                        help="Environments the host finds inactive (e.g. kanban,s6): skills whose "
+                             "environments: are all among them are never offered.")
+    args = parser.parse_args(argv)
+    serve(args.index_dir, frozenset(e for e in args.inactive_environments.split(",") if e))
 
 
 # =========================================================================== client
@@ -334,14 +342,18 @@ class RouterClient:
     The worker starts on a background thread at :meth:`start`, is restarted
     with backoff if it dies or holds a request longer than ``stall_seconds``,
     and is stopped by :meth:`close` (or when this process exits, because its
-    stdin closes).
+    stdin closes). ``inactive_environments`` is called on that thread before
+    each start; the worker never offers a skill whose ``environments:`` are
+    all among them.
     """
 
     def __init__(self, index_dir: Path, python: str = sys.executable,
                  restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
-                 stall_seconds: float = STALL_SECONDS):
+                 stall_seconds: float = STALL_SECONDS,
+                 inactive_environments: Callable[[], Iterable[str]] = frozenset):
         self.index_dir = Path(index_dir)
         self._python = python
+        self._inactive_environments = inactive_environments
         self._restart_delays = restart_delays
         self._stall_seconds = stall_seconds
         self._log_once = OnceLogger()
@@ -415,7 +427,8 @@ class RouterClient:
 
     def _launch(self) -> subprocess.Popen | None:
         self._stderr_tail = collections.deque(maxlen=3)
-        command = [self._python, "-m", "semantic_skills.service", "--index-dir", str(self.index_dir)]
+        command = [self._python, "-m", "semantic_skills.service", "--index-dir", str(self.index_dir),
+                   "--inactive-environments", ",".join(sorted(self._inactive_environments()))]
         try:
             process = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -150,7 +150,7 @@ class Settings:
     prompt_mode: str = "compact"
     dedupe_max_sessions: int = 2000
     dedupe_ttl_seconds: int = 86400
-    route_timeout_ms: int = 0  # 0: 40 ms for local embedders, 200 ms for litellm
+    route_timeout_ms: int = 0  # 0: 24 ms for local embedders, 200 ms for litellm
     warmup_wait_seconds: float = 15.0
 
     @classmethod

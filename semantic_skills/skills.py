@@ -45,6 +45,7 @@ class Skill:
     folder: str
     content_hash: str
     platforms: tuple[str, ...] = ()
+    environments: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     external: bool = False
     body: str = field(default="", repr=False, compare=False)
@@ -69,6 +70,18 @@ def platforms_allow(platforms: Iterable[str]) -> bool:
         if sys.platform.startswith(wanted) or (termux and wanted in ("linux", "termux", "android")):
             return True
     return not entries
+
+
+def environments_allow(environments: Iterable[str], inactive: frozenset[str]) -> bool:
+    """True when Hermes would offer a skill with these ``environments:`` entries.
+
+    ``inactive`` names the environments Hermes knows and finds inactive. As in
+    Hermes, no entries allow every environment; otherwise one entry that is
+    neither empty nor inactive is needed, so an unknown tag keeps the skill
+    offered and ``[""]`` hides it.
+    """
+    entries = list(environments)
+    return not entries or any(entry and entry not in inactive for entry in entries)
 
 
 @dataclass(frozen=True)
@@ -235,6 +248,15 @@ def _platforms(value: Any) -> tuple[str, ...]:
                  for item in items[:MAX_FIELD_NODES])
 
 
+def _environments(value: Any) -> tuple[str, ...]:
+    """``environments:`` as Hermes reads it: like ``platforms:``, each entry lowercased and stripped.
+
+    A nested list or mapping stays an entry that names no environment, so it
+    keeps the skill offered, as in Hermes.
+    """
+    return tuple(entry.lower() for entry in _platforms(value))
+
+
 def _tags(front: dict[str, Any]) -> tuple[str, ...]:
     tags = list(_string_list(front.get("tags")))
     metadata = front.get("metadata")
@@ -276,6 +298,7 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         folder=folder,
         content_hash=hashlib.sha256(raw).hexdigest(),
         platforms=_platforms(front.get("platforms")),
+        environments=_environments(front.get("environments")),
         tags=_tags(front),
         external=external,
         body=body,

@@ -179,6 +179,26 @@ def test_adding_one_skill_embeds_only_the_new_one(built, bundled_embedder):
     assert SkillRouter.open(index_dir, embedder=bundled_embedder).route("how do I bake sourdough bread").skill.name == "sourdough"
 
 
+def test_a_skill_for_inactive_environments_only_is_recorded_and_never_offered(built, bundled_embedder):
+    skills_dir, index_dir = built
+    write_skill(skills_dir, "planning/kanban-triage", "---\nname: kanban-triage\ndescription: Triage the new cards "
+                "on the kanban board, then label, prioritise and assign each one\nenvironments: [kanban]\n---\n")
+    build(skills_dir, index_dir, bundled_embedder)
+    assert {r.name: r.environments for r in read_manifest(index_dir).skills}["kanban-triage"] == ("kanban",)
+    query = "triage the new cards on our kanban board"
+
+    def offered(**options) -> tuple[str | None, list[str]]:
+        router = SkillRouter.open(index_dir, embedder=bundled_embedder, **options)
+        decision = router.route(query)
+        return decision.skill and decision.skill.name, [c.name for c in router.search(query, k=20)]
+
+    for options in ({}, {"inactive_environments": frozenset({"s6"})}):  # by default nothing is inactive
+        injected, listed = offered(**options)
+        assert injected == listed[0] == "kanban-triage"
+    injected, listed = offered(inactive_environments=frozenset({"kanban", "s6"}))
+    assert injected != "kanban-triage" and "kanban-triage" not in listed and len(listed) == 10
+
+
 def test_full_rebuild_re_embeds_everything(built, bundled_embedder):
     skills_dir, index_dir = built
     recorder = RecordingEmbedder(bundled_embedder)

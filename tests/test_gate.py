@@ -41,8 +41,8 @@ def write_synthetic_index(folder: Path, skills: dict[str, list[np.ndarray]], rou
     """An index whose skill ``name`` has the given vector rows (main first); descriptions repeat the name."""
     records, rows = [], []
     for name, vectors in skills.items():
-        records.append(SkillRecord(name, name, f"/skills/{name}/SKILL.md", name, "", f"about {name}", (), (), False,
-                                   len(rows), len(vectors)))
+        records.append(SkillRecord(name, name, f"/skills/{name}/SKILL.md", name, "", f"about {name}", (), (), (),
+                                   False, len(rows), len(vectors)))
         rows.extend(vectors)
     manifest = Manifest(EmbedderIdentity("fake", "table", DIM), "test", records, "", len(rows), router=router or {})
     write_index(folder, manifest, np.array(rows, dtype=np.float32))

@@ -56,6 +56,13 @@ def test_the_embedder_that_built_the_index_opens_it(examples_index, bundled_embe
     assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
 
 
+def test_a_manifest_written_before_environments_were_recorded_still_opens(index_copy, bundled_embedder):
+    edit_manifest(index_copy, lambda m: [record.pop("environments") for record in m["skills"]])
+    router = SkillRouter.open(index_copy, embedder=bundled_embedder, inactive_environments=frozenset({"kanban"}))
+    assert {r.environments for r in router.manifest.skills} == {()}
+    assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
+
+
 class OtherEmbedder(Embedder):
     def __init__(self, identity):
         self.identity = identity

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from support import shared_path, write_skill
 from semantic_skills.settings import SkillsRoot, disabled_skill_names, hermes_skills_roots
-from semantic_skills.skills import SkillFileError, discover_skills, parse_skill
+from semantic_skills.skills import SkillFileError, discover_skills, environments_allow, parse_skill
 
 
 def discover(*roots: Path, external_from: int = 1):
@@ -167,6 +167,28 @@ def test_metadata_is_recorded(tmp_path):
     assert skill.path == str(path)
     assert skill.content_hash == hashlib.sha256(raw).hexdigest()
     assert skill.body == "Body.\n"
+
+
+ENVIRONMENTS = {  # front matter line: (Skill.environments, offered when kanban and s6 are inactive)
+    "absent": ("", (), True),
+    "one string": ("environments: Kanban\n", ("kanban",), False),
+    "a list, all inactive": ("environments: [kanban, ' S6 ']\n", ("kanban", "s6"), False),
+    "a list with one active": ("environments: [kanban, docker]\n", ("kanban", "docker"), True),
+    "an unknown tag": ("environments: [kanban, gpu-cluster]\n", ("kanban", "gpu-cluster"), True),
+    "an empty list": ("environments: []\n", (), True),
+    "only an empty entry": ("environments: [\"\"]\n", ("",), False),
+    "an empty entry beside an inactive one": ("environments: [\"\", kanban]\n", ("", "kanban"), False),
+    "a nested list": ("environments: [[kanban]]\n", ("(nested value)",), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENVIRONMENTS))
+def test_environments_are_read_and_applied_as_hermes_does(case, tmp_path):
+    line, environments, offered = ENVIRONMENTS[case]
+    skill = parse(f"---\nname: x\ndescription: y\n{line}---\nBody\n".encode(), tmp_path)
+    assert skill.environments == environments
+    assert environments_allow(skill.environments, frozenset({"kanban", "s6"})) is offered
+    assert environments_allow(skill.environments, frozenset()) is (skill.environments != ("",))  # as in Hermes
 
 
 # --------------------------------------------------------------------------- discovery

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 
 import pytest
 from hermes_testkit import write_settings
@@ -11,10 +12,11 @@ from hermes_testkit import write_settings
 from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import prompt_stub, tool
 from semantic_skills.hermes.dedupe import InjectedSkills, agent_session, gateway_session
-from semantic_skills.hermes.runtime import PluginRuntime
+from semantic_skills.hermes.runtime import PluginRuntime, inactive_environments
 from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedger
 from semantic_skills.service import OnceLogger
 from semantic_skills.settings import Settings
+from semantic_skills.skills import environments_allow, parse_skill
 
 
 class Clock:
@@ -150,6 +152,44 @@ def test_patch_leaves_hermes_alone_on_another_version_or_signature(monkeypatch):
     assert agent.prompt_builder.build_skills_system_prompt is changed
 
 
+# --------------------------------------------------------------------------- environments
+
+
+ENVIRONMENT_LINES = ["", "environments: Kanban", "environments: [kanban, ' S6 ']", "environments: [kanban, docker]",
+                     "environments: [s6, gpu-cluster]", "environments: []", 'environments: [""]', 'environments: "  "',
+                     "environments: [[kanban]]", "environments: {on: kanban}"]
+
+
+@pytest.fixture()
+def asked_afresh():
+    """``inactive_environments()`` forgets its answer before and after the test."""
+    inactive_environments.cache_clear()
+    yield
+    inactive_environments.cache_clear()
+
+
+@pytest.mark.parametrize("active", [{"docker"}, {"kanban", "s6"}], ids=["docker active", "kanban and s6 active"])
+@pytest.mark.parametrize("line", ENVIRONMENT_LINES)
+def test_a_skill_is_offered_by_its_environments_exactly_when_hermes_offers_it(line, active, asked_afresh, tmp_path,
+                                                                              monkeypatch):
+    import agent.skill_utils as hermes
+
+    monkeypatch.setattr(hermes, "_ENV_DETECT_CACHE", {env: env in active for env in ("kanban", "docker", "s6")})
+    text = f"---\nname: x\ndescription: y\n{line}\n---\nBody\n"
+    skill = parse_skill(text.encode(), tmp_path / "x" / "SKILL.md", tmp_path)
+
+    offered = hermes.skill_matches_environment(hermes.parse_frontmatter(text)[0])
+    assert environments_allow(skill.environments, inactive_environments()) is offered
+
+
+def test_without_hermes_detection_no_environment_is_inactive_and_it_is_said_once(asked_afresh, monkeypatch,
+                                                                                  caplog):
+    monkeypatch.setitem(sys.modules, "agent.skill_utils", None)  # importing it raises ImportError
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        assert inactive_environments() == inactive_environments() == frozenset()
+    assert len([r for r in caplog.records if "which environments are active" in r.getMessage()]) == 1
+
+
 # --------------------------------------------------------------------------- settings
 
 
@@ -183,7 +223,7 @@ def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
 def test_default_route_budget_depends_on_the_embedder(tmp_path):
     rt = PluginRuntime(tmp_path)
     try:
-        assert rt.route_timeout() == 0.040
+        assert rt.route_timeout() == 0.024
         rt.client.backend = "litellm"
         assert rt.route_timeout() == 0.200
     finally:

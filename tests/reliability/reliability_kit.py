@@ -43,8 +43,11 @@ FORBIDDEN = {
     "disabled by the name Hermes shows": (
         "origami-folding-instructions-for-cranes-boxes-and-flowers-explained-step-by-step",
         "crafts/origami", "Fold an origami crane, a box and a lotus flower from one square sheet of paper"),
+    "for an inactive environment": ("kanban-card-triage", "kanban/kanban-card-triage",
+                                    "Triage the new cards on the kanban board, then label, prioritise and assign each"),
 }
 PLATFORMS = {"macos-keychain": "[macos]", "telegram-stickers": "[telegram]", "windows-registry": '"windows, linux"'}
+ENVIRONMENTS = {"kanban-card-triage": "[kanban]"}  # Hermes finds kanban inactive unless a kanban task or toolset is set
 HERMES_NAME_LENGTH = 64  # Hermes shows, and matches skills.disabled against, the first 64 characters of a name
 HERMES_CONFIG = {
     "skills": {"disabled": ["sourdough-baking", FORBIDDEN["disabled by the name Hermes shows"][0][:HERMES_NAME_LENGTH]],
@@ -56,8 +59,9 @@ HERMES_CONFIG = {
 def write_forbidden_skills(skills_dir: Path) -> None:
     for name, folder, description in FORBIDDEN.values():
         platforms = f"platforms: {PLATFORMS[name]}\n" if name in PLATFORMS else ""
-        write_skill(skills_dir, folder, f"---\nname: {name}\ndescription: {description}\n{platforms}---\n"
-                                        f"# {name}\n\n{description}.\n")
+        environments = f"environments: {ENVIRONMENTS[name]}\n" if name in ENVIRONMENTS else ""
+        write_skill(skills_dir, folder, f"---\nname: {name}\ndescription: {description}\n{platforms}{environments}"
+                                        f"---\n# {name}\n\n{description}.\n")
 
 
 OVERSIZED_SKILL = "log-rotation-handbook"

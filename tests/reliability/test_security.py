@@ -71,6 +71,15 @@ def test_each_forbidden_skill_would_win_its_query_without_the_filters(plugin, bu
     assert scores.max() >= 0.30  # the injection floor
 
 
+def test_hermes_itself_does_not_offer_the_skill_for_an_inactive_environment(plugin_env):
+    """The premise of that case: Hermes, in this process, finds kanban inactive and so hides the skill."""
+    from agent.skill_utils import parse_frontmatter, skill_matches_environment
+
+    _name, folder, _query = FORBIDDEN["for an inactive environment"]
+    front, _body = parse_frontmatter((plugin_env.home / "skills" / folder / "SKILL.md").read_text())
+    assert front["environments"] == ["kanban"] and not skill_matches_environment(front)
+
+
 FORBIDDEN_ON = [(why, platform) for why in sorted(FORBIDDEN) for platform in ("whatsapp", "telegram", "cli")
                 if why != "disabled on whatsapp" or platform == "whatsapp"]
 
