@@ -348,21 +348,20 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     ours = manager._hooks["pre_gateway_dispatch"]
     saved = list(ours)
     ours[:] = [cb for cb in ours if not cb.__name__.startswith("semantic_skills_")]
+    async def message_flow() -> tuple[float, float]:
+        """Send ``args.messages`` messages 20 ms apart and wait for all; the flow's start and end."""
+        start = time.perf_counter()
+        for _ in range(args.messages):
+            send()
+            await asyncio.sleep(0.02)
+        await drain()
+        return start, time.perf_counter()
+
     plugin_on = False
-    hermes_start = time.perf_counter()
-    for _ in range(args.messages):
-        send()
-        await asyncio.sleep(0.02)
-    await drain()
-    hermes_end = time.perf_counter()
+    hermes_start, hermes_end = await message_flow()
     ours[:] = saved
     plugin_on = True
-    steady_start = time.perf_counter()
-    for _ in range(args.messages):
-        send()
-        await asyncio.sleep(0.02)
-    await drain()
-    steady_end = time.perf_counter()
+    steady_start, steady_end = await message_flow()
     worker_rss = common.rss_mb(runtime.client._process.pid)
 
     # a changed config.yaml is read again by the next hook call, on the loop
