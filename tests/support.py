@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from semantic_skills.index import MANIFEST
+
 REPO = Path(__file__).resolve().parent.parent
 # ../shared by default; SEMANTIC_SKILLS_SHARED_DIR points elsewhere (e.g. from a git worktree).
 SHARED = Path(os.environ.get("SEMANTIC_SKILLS_SHARED_DIR") or REPO.parent / "shared")
@@ -38,6 +40,18 @@ def write_skill(root: Path, rel: str, text: str | bytes) -> Path:
     else:
         path.write_bytes(text)
     return path
+
+
+def vectors_path(index_dir: Path) -> Path:
+    """The vectors file the index's manifest points to."""
+    return index_dir / json.loads((index_dir / MANIFEST).read_text())["vectors"]["file"]
+
+
+def edit_manifest(index_dir: Path, change) -> None:
+    """Apply ``change`` to the manifest's JSON in place."""
+    data = json.loads((index_dir / MANIFEST).read_text())
+    change(data)
+    (index_dir / MANIFEST).write_text(json.dumps(data))
 
 
 def closed_port_url() -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support import edit_manifest, vectors_path
 from semantic_skills.embedders import Embedder
 from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexMissing
 from semantic_skills.index import MANIFEST, load_index
@@ -23,16 +23,6 @@ def index_copy(examples_index, tmp_path) -> Path:
     dest = tmp_path / "index"
     shutil.copytree(examples_index, dest)
     return dest
-
-
-def vectors_path(index_dir: Path) -> Path:
-    return index_dir / json.loads((index_dir / MANIFEST).read_text())["vectors"]["file"]
-
-
-def edit_manifest(index_dir: Path, change) -> None:
-    data = json.loads((index_dir / MANIFEST).read_text())
-    change(data)
-    (index_dir / MANIFEST).write_text(json.dumps(data))
 
 
 def rewrite_vectors(index_dir: Path, change) -> None:

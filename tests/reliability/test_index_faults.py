@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from hermes_testkit import Gateway, wait_until
 
 from reliability_kit import KEY_ENV, litellm_settings, make_home
-from support import EXAMPLES, REPO, FakeEmbeddingServer
+from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders import LiteLLMEmbedder
@@ -40,19 +40,9 @@ PDF = "convert this scanned PDF into markdown"
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
 
 
-def vectors_file(index_dir: Path) -> Path:
-    return index_dir / json.loads((index_dir / MANIFEST).read_text())["vectors"]["file"]
-
-
-def edit_manifest(index_dir: Path, change) -> None:
-    data = json.loads((index_dir / MANIFEST).read_text())
-    change(data)
-    (index_dir / MANIFEST).write_text(json.dumps(data))
-
-
 def flip_exponents(index_dir: Path) -> None:
     """Finite garbage: every vector value gets a huge exponent, so the file still parses."""
-    path = vectors_file(index_dir)
+    path = vectors_path(index_dir)
     raw = bytearray(path.read_bytes())
     _, vectors = load_index(index_dir)
     start = len(raw) - vectors.size * 4
@@ -80,17 +70,17 @@ def another_dimension(index_dir: Path) -> None:
     _, vectors = load_index(index_dir)
     flat = faiss.IndexFlatIP(128)
     flat.add(np.ascontiguousarray(vectors[:, :128] / np.linalg.norm(vectors[:, :128], axis=1, keepdims=True)))
-    faiss.write_index(flat, str(vectors_file(index_dir)))
-    digest = hashlib.sha256(vectors_file(index_dir).read_bytes()).hexdigest()
+    faiss.write_index(flat, str(vectors_path(index_dir)))
+    digest = hashlib.sha256(vectors_path(index_dir).read_bytes()).hexdigest()
     edit_manifest(index_dir, lambda m: (m["embedder"].update(dimension=128), m["vectors"].update(sha256=digest)))
 
 
 CORRUPTIONS = {
     "no index at all": lambda d: shutil.rmtree(d),
-    "vectors truncated": lambda d: vectors_file(d).write_bytes(vectors_file(d).read_bytes()[:300]),
-    "vectors zeroed": lambda d: vectors_file(d).write_bytes(bytes(vectors_file(d).stat().st_size)),
+    "vectors truncated": lambda d: vectors_path(d).write_bytes(vectors_path(d).read_bytes()[:300]),
+    "vectors zeroed": lambda d: vectors_path(d).write_bytes(bytes(vectors_path(d).stat().st_size)),
     "vectors full of finite garbage": flip_exponents,
-    "vectors file deleted": lambda d: vectors_file(d).unlink(),
+    "vectors file deleted": lambda d: vectors_path(d).unlink(),
     "manifest not JSON": lambda d: (d / MANIFEST).write_bytes(b"\x00\xff{{{ not json"),
     "manifest cut short": lambda d: (d / MANIFEST).write_bytes((d / MANIFEST).read_bytes()[:500]),
     "manifest rows out of step with the vectors": lambda d: edit_manifest(
@@ -288,7 +278,7 @@ def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_i
             shutil.copytree(index_dir, staging)
             flip_exponents(staging)
             rebuilt = "vectors-29990101T000000-9a9a9a9a.faiss"
-            vectors_file(staging).rename(staging / rebuilt)
+            vectors_path(staging).rename(staging / rebuilt)
             edit_manifest(staging, lambda m: m["vectors"].update(file=rebuilt))
             for name in (rebuilt, MANIFEST):  # published the way a build publishes: vectors, then manifest
                 os.replace(staging / name, index_dir / name)
