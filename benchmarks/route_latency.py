@@ -45,24 +45,21 @@ def index_bytes(index_dir) -> dict:
     return {"manifest": files.get("manifest.json", 0), "vectors": vectors, "total": sum(files.values())}
 
 
+def seconds(call, query: str) -> float:
+    """Wall time of ``call(query)``."""
+    start = time.perf_counter()
+    call(query)
+    return time.perf_counter() - start
+
+
 def measure(router, bare, queries: list[str], repeat: int) -> dict:
     """Interleaved route/encode timings on ``queries``, then the cache-hit path on the first ``repeat``."""
     route_ms, encode_ms, paired = [], [], []
     for i, query in enumerate(queries):
-        if i % 2 == 0:
-            start = time.perf_counter()
-            router.route(query)
-            middle = time.perf_counter()
-            bare.encode(query)
-            end = time.perf_counter()
-            route, encode = middle - start, end - middle
+        if i % 2 == 0:  # alternate which goes first, so neither always runs on a warmer cache
+            route, encode = seconds(router.route, query), seconds(bare.encode, query)
         else:
-            start = time.perf_counter()
-            bare.encode(query)
-            middle = time.perf_counter()
-            router.route(query)
-            end = time.perf_counter()
-            encode, route = middle - start, end - middle
+            encode, route = seconds(bare.encode, query), seconds(router.route, query)
         route_ms.append(route * 1000)
         encode_ms.append(encode * 1000)
         paired.append(route / encode)
