@@ -270,8 +270,7 @@ def _route_labelled(queries_file: Path, index_dir, backend, model):
 
     labelled = read_labelled(queries_file)
     router = _open_router(index_dir, backend, model)
-    router.warm()
-    router.embed_query("warm-up")
+    router.embed_query("warm-up")  # the first embedding is slow; keep it out of the latency figures
     bar = _Bar(len(labelled), label="Routing") if sys.stderr.isatty() else None
     try:
         return router, route_all(router, labelled, progress=bar.advance if bar else None)
