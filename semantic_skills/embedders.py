@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, EmbedderError
+from .errors import ConfigError, EmbedderError, first_line
 from .settings import EMBEDDER_BACKENDS, EmbedderSettings
 
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
@@ -170,7 +170,7 @@ class SentenceTransformerEmbedder(Embedder):
                 raise EmbedderError(f"sentence-transformers is not installed ({exc}); run: pip install sentence-transformers") from None
             except Exception as exc:
                 raise EmbedderError(
-                    f"cannot load sentence-transformers model {self.model_name!r}: {_first_line(exc)} "
+                    f"cannot load sentence-transformers model {self.model_name!r}: {first_line(exc)} "
                     "(models load offline; use the bundled default or a local folder)"
                 ) from None
             model.eval()
@@ -280,7 +280,7 @@ class OnnxEmbedder(Embedder):
             try:
                 session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
             except Exception as exc:
-                raise EmbedderError(f"cannot load the ONNX model {model_file}: {_first_line(exc)}") from None
+                raise EmbedderError(f"cannot load the ONNX model {model_file}: {first_line(exc)}") from None
             dimension = session.get_outputs()[0].shape[-1]
             if not isinstance(dimension, int):
                 raise EmbedderError(f"the ONNX model {model_file} has no fixed output dimension")
@@ -393,12 +393,12 @@ class LiteLLMEmbedder(Embedder):
                 response = litellm.embedding(**kwargs)
                 break
             except permanent as exc:
-                raise EmbedderError(f"{self.model_name} refused the request: {_first_line(exc)}") from None
+                raise EmbedderError(f"{self.model_name} refused the request: {first_line(exc)}") from None
             except Exception as exc:
                 if attempt == retries:
                     where = f" at {self.api_base}" if self.api_base else ""
                     raise EmbedderError(
-                        f"cannot get embeddings from {self.model_name}{where}: {_first_line(exc)}"
+                        f"cannot get embeddings from {self.model_name}{where}: {first_line(exc)}"
                     ) from None
                 time.sleep(min(4.0, 0.5 * 2**attempt))
         data = sorted(response.data, key=lambda d: d["index"] if isinstance(d, dict) else d.index)
@@ -433,11 +433,6 @@ class LiteLLMEmbedder(Embedder):
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._call([self.identity.query_prefix + text], self.query_timeout, 0)[0]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
 
 
 def create_embedder(settings: EmbedderSettings) -> Embedder:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from .embedders import EmbedderIdentity
-from .errors import IndexCorrupt, IndexMissing
+from .errors import IndexCorrupt, IndexMissing, first_line
+from .files import Stamp, atomic_write, file_stamp, replacing
 from .skills import Skill
 
 FORMAT = "semantic-skills-index"
@@ -188,7 +188,7 @@ def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
         vectors = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
         vectors = np.array(vectors, dtype=np.float32, copy=True)
     except Exception as exc:
-        raise IndexCorrupt(f"cannot read the index vectors {path} ({_short(exc)}); {_fix_hint(index_dir)}") from None
+        raise IndexCorrupt(f"cannot read the index vectors {path} ({first_line(exc)}); {_fix_hint(index_dir)}") from None
     if vectors.shape[0] != manifest.rows:
         raise IndexCorrupt(
             f"the index vectors hold {vectors.shape[0]} rows but the manifest expects {manifest.rows}; "
@@ -202,10 +202,6 @@ def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
     if not np.isfinite(vectors).all():
         raise IndexCorrupt(f"the index vectors contain NaN or infinite values; {_fix_hint(index_dir)}")
     return vectors
-
-
-def _short(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def load_index(index_dir: Path, attempts: int = 3) -> tuple[Manifest, np.ndarray]:
@@ -223,26 +219,9 @@ def load_index(index_dir: Path, attempts: int = 3) -> tuple[Manifest, np.ndarray
     raise AssertionError("unreachable")
 
 
-def manifest_stamp(index_dir: Path) -> tuple[int, int, int] | None:
-    """A cheap change marker for ``manifest.json`` (inode, mtime, size), or None."""
-    try:
-        st = os.stat(Path(index_dir) / MANIFEST)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def manifest_stamp(index_dir: Path) -> Stamp | None:
+    """A cheap change marker for ``manifest.json``, or None when there is none."""
+    return file_stamp(Path(index_dir) / MANIFEST)
 
 
 def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> None:
@@ -260,28 +239,17 @@ def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> Non
     manifest.rows = int(vectors.shape[0])
     manifest.check_consistent()
     final_vectors = index_dir / manifest.vectors_file
-    tmp_vectors = index_dir / f".{manifest.vectors_file}.tmp"
-    tmp_manifest = index_dir / f".{MANIFEST}.{generation}.tmp"
     previous = read_manifest_file_name(index_dir)
     try:
         flat = faiss.IndexFlatIP(int(vectors.shape[1]))
         if len(vectors):
             flat.add(vectors)
-        faiss.write_index(flat, str(tmp_vectors))
-        with open(tmp_vectors, "rb+") as fh:
-            manifest.vectors_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
-            os.fsync(fh.fileno())
-        os.replace(tmp_vectors, final_vectors)
-        payload = json.dumps(manifest.as_dict(), ensure_ascii=False, indent=1).encode("utf-8")
-        with open(tmp_manifest, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_manifest, index_dir / MANIFEST)
-        _fsync_dir(index_dir)
+        with replacing(final_vectors) as tmp:
+            faiss.write_index(flat, str(tmp))
+            with open(tmp, "rb") as fh:
+                manifest.vectors_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+        atomic_write(index_dir / MANIFEST, json.dumps(manifest.as_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
     except BaseException:
-        for leftover in (tmp_vectors, tmp_manifest):
-            leftover.unlink(missing_ok=True)
         if read_manifest_file_name(index_dir) != manifest.vectors_file:
             final_vectors.unlink(missing_ok=True)
         raise

@@ -28,11 +28,11 @@ from .errors import EmbedderMismatch
 from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative_gap
 from .index import Manifest, load_index, manifest_stamp
 from .lexical import LexicalIndex
+from .limits import MAX_QUERY_CHARS
 from .settings import EmbedderSettings, default_index_dir
 from .skills import environments_allow, platforms_allow
 
 DEFAULT_THRESHOLD = FLOOR
-MAX_QUERY_CHARS = 2048
 QUERY_CACHE_SIZE = 512
 LEXICAL_WEIGHT = 0.05
 SHORTLIST = 64

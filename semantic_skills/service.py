@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-logger = logging.getLogger("semantic_skills")
+from .errors import first_line
+from .limits import MAX_MESSAGE_CHARS
+from .logs import OnceLogger, logger
 
-MAX_TEXT_CHARS = 16_000  # longer texts are clipped before they cross the pipe
 RELOAD_INTERVAL_SECONDS = 1.0
 RESTART_DELAYS_SECONDS = (1, 2, 5, 10, 30, 60)
 # The worker embeds one short query at a time, so numpy, torch and onnxruntime
@@ -76,33 +77,7 @@ ERROR = "error"
 UNAVAILABLE = "unavailable"
 
 
-class OnceLogger:
-    """Logs each distinct message once, so a recurring fault never floods the log."""
-
-    def __init__(self, log: logging.Logger = logger, limit: int = 512):
-        self._log = log
-        self._seen: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self._lock = threading.Lock()
-        self._limit = limit
-
-    def __call__(self, level: int, message: str) -> bool:
-        """Log ``message`` at ``level`` unless it was logged before; True if logged."""
-        with self._lock:
-            if message in self._seen:
-                return False
-            self._seen[message] = None
-            if len(self._seen) > self._limit:
-                self._seen.popitem(last=False)
-        self._log.log(level, "semantic-skills: %s", message)
-        return True
-
-
 # =========================================================================== worker
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:1000]
 
 
 class RoutingService:
@@ -134,7 +109,7 @@ class RoutingService:
             from .index import manifest_stamp
             from .settings import load_settings
         except Exception as exc:  # pragma: no cover - a broken install
-            self._set_state(FAILED, f"cannot import semantic_skills ({_first_line(exc)})")
+            self._set_state(FAILED, f"cannot import semantic_skills ({first_line(exc)})")
             return
         failed_stamp = None
         while True:
@@ -152,13 +127,13 @@ class RoutingService:
                     except ImportError as exc:
                         self._set_state(
                             FAILED,
-                            f"a dependency is missing ({_first_line(exc)}); install the plugin into Hermes' "
+                            f"a dependency is missing ({first_line(exc)}); install the plugin into Hermes' "
                             f"Python with: {sys.executable} -m pip install -e <plugin folder>",
                         )
                         return
                     except Exception as exc:  # noqa: BLE001 - report it and wait for a rebuild
                         failed_stamp = stamp
-                        self._set_state(FAILED, _first_line(exc))
+                        self._set_state(FAILED, first_line(exc))
             elif stamp != failed_stamp:
                 try:
                     if self._router.reload_if_changed(min_interval=0.0):
@@ -167,7 +142,7 @@ class RoutingService:
                         self._set_state(READY, "", skills=skills, backend=self._router.embedder.identity.backend)
                 except Exception as exc:  # noqa: BLE001 - keep serving the index we have
                     failed_stamp = stamp
-                    self._log("warning", f"kept the previous index: {_first_line(exc)}")
+                    self._log("warning", f"kept the previous index: {first_line(exc)}")
             time.sleep(RELOAD_INTERVAL_SECONDS)
 
     def _open(self, settings) -> None:
@@ -198,7 +173,7 @@ class RoutingService:
             if router is None:
                 status = {WAITING_FOR_INDEX: INDEX_MISSING, FAILED: ERROR}.get(self._state, NOT_READY)
                 return {"ok": False, "status": status, "error": self._detail or "the index is loading"}
-            text = str(request.get("text") or "")[:MAX_TEXT_CHARS]
+            text = str(request.get("text") or "")[:MAX_MESSAGE_CHARS]
             exclude = frozenset(str(n) for n in request.get("exclude") or ())
             max_chars = int(request.get("max_chars") or 16000)
             if op == "route":
@@ -208,7 +183,7 @@ class RoutingService:
                 return self._search(router, text, limit, exclude, max_chars)
             return {"ok": False, "status": ERROR, "error": f"unknown op {op!r}"}
         except Exception as exc:  # noqa: BLE001 - one bad request must not kill the worker
-            return {"ok": False, "status": ERROR, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
+            return {"ok": False, "status": ERROR, "error": f"{type(exc).__name__}: {first_line(exc)}"}
 
     def _route(self, router, text, exclude, max_chars) -> dict:
         from .injection import skill_block
@@ -246,14 +221,14 @@ class RoutingService:
         roots is read: a SKILL.md swapped after the build for a link to another
         file (or for a FIFO, which would block) gives None.
         """
+        from .files import file_stamp
         from .skills import SkillFileError, read_skill_file
 
         try:
             real = Path(path).resolve()
             if not any(real.is_relative_to(Path(root).resolve()) for root in roots):
                 return None
-            st = os.stat(real)
-            stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+            stamp = file_stamp(real)
             cached = self._markdown.get(path)
             if cached and cached[0] == stamp:
                 self._markdown.move_to_end(path)
@@ -563,7 +538,7 @@ class RouterClient:
             request_id = next(self._ids)
             self._pending[request_id] = (future, time.monotonic())
         if isinstance(payload.get("text"), str):
-            payload["text"] = payload["text"][:MAX_TEXT_CHARS]
+            payload["text"] = payload["text"][:MAX_MESSAGE_CHARS]
         # "replace": an unpaired surrogate (chat text can carry one) cannot be UTF-8; it becomes "?".
         request = json.dumps({"id": request_id, "op": op, **payload}, ensure_ascii=False)
         line = request.encode("utf-8", "replace") + b"\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .files import file_stamp
 
 PLUGIN_NAME = "semantic-skills"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
@@ -38,11 +39,9 @@ def load_hermes_config(home: Path | None = None) -> dict:
     path pay a ``stat`` per call, not a YAML parse.
     """
     path = (home or hermes_home()) / "config.yaml"
-    try:
-        st = path.stat()
-    except OSError:
+    stamp = file_stamp(path)
+    if stamp is None:
         return {}
-    stamp = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
     key = str(path)
     with _config_lock:
         cached = _config_cache.get(key)

@@ -393,7 +393,7 @@ def fill_disk_while_writing(monkeypatch, which: str) -> None:
     """Make the index's vectors or manifest write fail as on a full disk."""
     import faiss
 
-    from semantic_skills import index as index_module
+    from semantic_skills import files as files_module
 
     if which == "vectors":
         def write_index(_index, path):
@@ -406,7 +406,7 @@ def fill_disk_while_writing(monkeypatch, which: str) -> None:
             fh = open(path, mode, *args, **kwargs)
             return DiskFullFile(fh) if MANIFEST in Path(path).name and "w" in mode else fh
 
-        monkeypatch.setattr(index_module, "open", open_on_full_disk, raising=False)
+        monkeypatch.setattr(files_module, "open", open_on_full_disk, raising=False)
 
 
 @pytest.mark.parametrize("which", ["vectors", "manifest"])

@@ -20,7 +20,8 @@ import sys
 
 from ..gates import is_small_talk
 from ..injection import OPEN_TAG, is_injected
-from ..service import FAILED, MAX_TEXT_CHARS, TIMEOUT, WAITING_FOR_INDEX, Reply, result_within
+from ..limits import MAX_MESSAGE_CHARS
+from ..service import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, result_within
 from ..settings import disabled_skill_names
 from .dedupe import agent_session, gateway_session
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
@@ -43,7 +44,7 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     platform = getattr(getattr(source, "platform", None), "value", None) or ""
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
                        session_key=session_key, session_id=_peek_session_id(session_store, session_key),
-                       text=text[:MAX_TEXT_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
+                       text=text[:MAX_MESSAGE_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
     if not _wants_routing(text):
         rt.turns.record(turn)
         return None

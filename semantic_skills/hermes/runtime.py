@@ -13,7 +13,8 @@ import threading
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..service import RouterClient, OnceLogger, logger
+from ..logs import OnceLogger, logger
+from ..service import RouterClient
 from ..settings import Settings, default_index_dir, hermes_home, load_hermes_config, load_settings
 from .dedupe import InjectedSkills
 from .turns import TurnLedger

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from ..limits import MAX_QUERY_CHARS
 from ..service import INDEX_MISSING
 from ..settings import disabled_skill_names
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
@@ -15,7 +16,6 @@ NAME = "search_skills"
 TOOLSET = "semantic_skills"
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 10
-MAX_QUERY_CHARS = 2000
 
 SCHEMA = {
     "name": NAME,

@@ -14,7 +14,7 @@ from semantic_skills.hermes import prompt_stub, tool
 from semantic_skills.hermes.dedupe import InjectedSkills, agent_session, gateway_session
 from semantic_skills.hermes.runtime import PluginRuntime, inactive_environments
 from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedger
-from semantic_skills.service import OnceLogger
+from semantic_skills.logs import OnceLogger
 from semantic_skills.settings import Settings
 from semantic_skills.skills import environments_allow, parse_skill
 
