@@ -37,7 +37,8 @@ def main() -> None:
             os.environ[name] = str(args.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from semantic_skills import documents
-    from semantic_skills.embedders import OnnxEmbedder, SentenceTransformerEmbedder
+    from semantic_skills.embedders.onnx import OnnxEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
     from semantic_skills.settings import SkillsRoot
     from semantic_skills.skills import discover_skills
 

@@ -54,7 +54,8 @@ def main() -> None:
         os.environ.setdefault(name, "1")  # as in the routing worker; a busy machine makes more threads slower
     import numpy as np
 
-    from semantic_skills.embedders import OnnxEmbedder, SentenceTransformerEmbedder
+    from semantic_skills.embedders.onnx import OnnxEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
     from semantic_skills.index import load_index
     from semantic_skills.router import SkillRouter
 

@@ -27,7 +27,7 @@ CHILD = """
 import json, os, sys, time
 from pathlib import Path
 started = time.perf_counter()
-from semantic_skills.embedders import create_embedder
+from semantic_skills.embedders.factory import create_embedder
 from semantic_skills.settings import EmbedderSettings
 embedder = create_embedder(EmbedderSettings(backend=sys.argv[1]))
 embedder.load()

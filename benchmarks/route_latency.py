@@ -91,7 +91,7 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
     import torch
 
-    from semantic_skills.embedders import SentenceTransformerEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
     from semantic_skills.router import SkillRouter
 
     embedder = SentenceTransformerEmbedder()

@@ -18,7 +18,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from . import documents
-from .embedders import Embedder, EmbedderIdentity, configured_identity, create_embedder
+from .embedders.base import Embedder, EmbedderIdentity
+from .embedders.factory import configured_identity, create_embedder
 from .errors import BuildLocked, IndexCorrupt, IndexMissing, NoSkillsFound
 from .index import LOCK, Manifest, SkillRecord, load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings, SkillsRoot

@@ -432,7 +432,7 @@ def status(index_dir, as_json):
 def demo(show_chars):
     """Build an index over examples/skills and route the sample messages (offline, no API key)."""
     from .builder import build_index
-    from .embedders import SentenceTransformerEmbedder
+    from .embedders.sentence_transformers import SentenceTransformerEmbedder
     from .injection import inject
     from .router import SkillRouter
 

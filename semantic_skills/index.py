@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .embedders import EmbedderIdentity
+from .embedders.base import EmbedderIdentity
 from .errors import IndexCorrupt, IndexMissing, first_line
 from .files import Stamp, atomic_write, file_stamp, replacing
 from .skills import Skill

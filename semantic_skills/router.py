@@ -23,7 +23,8 @@ from typing import Iterable
 
 import numpy as np
 
-from .embedders import Embedder, create_embedder, configured_identity, settings_for_identity
+from .embedders.base import Embedder
+from .embedders.factory import configured_identity, create_embedder, settings_for_identity
 from .errors import EmbedderMismatch
 from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative_gap
 from .index import Manifest, load_index, manifest_stamp

@@ -24,7 +24,7 @@ def _isolated_hermes_home(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def bundled_embedder():
     """The real default embedder, loaded once for the whole session."""
-    from semantic_skills.embedders import SentenceTransformerEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder()
     embedder.load()

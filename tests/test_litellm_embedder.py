@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from support import EXAMPLES, REPO, FakeEmbeddingServer, closed_port_url
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import EmbedderError
 from semantic_skills.index import load_index, read_manifest
 from semantic_skills.router import SkillRouter
@@ -214,7 +214,7 @@ def test_loading_litellm_through_the_embedder_reaches_no_network():
         socket.getaddrinfo = refuse
         socket.create_connection = refuse
         socket.socket.connect = lambda self, address: refuse(address)
-        from semantic_skills.embedders import LiteLLMEmbedder
+        from semantic_skills.embedders.litellm import LiteLLMEmbedder
         LiteLLMEmbedder("openai/text-embedding-3-small").load()
         print(json.dumps({"flag": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"), "attempts": attempts}))
         """)

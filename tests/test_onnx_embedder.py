@@ -11,13 +11,8 @@ from click.testing import CliRunner
 
 from support import EXAMPLES
 from semantic_skills.cli import main
-from semantic_skills.embedders import (
-    BUNDLED_ONNX_MODEL,
-    OnnxEmbedder,
-    configured_identity,
-    create_embedder,
-    settings_for_identity,
-)
+from semantic_skills.embedders.factory import configured_identity, create_embedder, settings_for_identity
+from semantic_skills.embedders.onnx import BUNDLED_ONNX_MODEL, OnnxEmbedder
 from semantic_skills.errors import EmbedderError
 from semantic_skills.settings import EmbedderSettings
 

@@ -99,7 +99,7 @@ def test_config_is_read_as_yaml_safe_load_reads_it(tmp_path):
 
 @pytest.mark.parametrize("backend, expected", [("sentence-transformers", 16), ("onnx", 16), ("litellm", 64)])
 def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(backend, expected):
-    from semantic_skills.embedders import create_embedder
+    from semantic_skills.embedders.factory import create_embedder
     from semantic_skills.settings import EmbedderSettings
 
     model = "openai/text-embedding-3-small" if backend == "litellm" else ""
@@ -111,7 +111,7 @@ def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(back
 def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch):
     import os
 
-    from semantic_skills.embedders import SentenceTransformerEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     SentenceTransformerEmbedder().load()

@@ -17,7 +17,7 @@ from hermes_testkit import Gateway, wait_until
 from reliability_kit import KEY_ENV, HashingEmbedder, litellm_settings, make_home
 from support import EXAMPLES, REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index import LOCK

@@ -21,7 +21,8 @@ from reliability_kit import KEY_ENV, litellm_settings, make_home
 from support import EXAMPLES, closed_port_url
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.embedders import LiteLLMEmbedder, SentenceTransformerEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
+from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 from semantic_skills.errors import EmbedderError, EmbedderMismatch
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime

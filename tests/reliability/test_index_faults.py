@@ -27,7 +27,7 @@ from reliability_kit import KEY_ENV, litellm_settings, make_home
 from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import SemanticSkillsError
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime

@@ -23,7 +23,7 @@ from reliability_kit import (FORBIDDEN, HERMES_NAME_LENGTH, KEY_ENV, OVERSIZED_Q
                              WORKER_READY_SECONDS, litellm_settings, make_home, plugin_loaded)
 from support import REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.index import load_index
 from semantic_skills.injection import CLOSE_TAG
 from semantic_skills.settings import EmbedderSettings, SkillsRoot
@@ -298,7 +298,7 @@ def test_importing_litellm_through_the_embedder_loads_no_dotenv_file():
         import json, dotenv
         calls = []
         dotenv.load_dotenv = lambda *args, **kwargs: calls.append(repr(args)) or False
-        from semantic_skills.embedders import LiteLLMEmbedder
+        from semantic_skills.embedders.litellm import LiteLLMEmbedder
         LiteLLMEmbedder("openai/text-embedding-3-small").load()
         print(json.dumps(calls))
         """)
