@@ -56,7 +56,7 @@ def main() -> None:
 
     from semantic_skills.embedders.onnx import OnnxEmbedder
     from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
-    from semantic_skills.index import load_index
+    from semantic_skills.index.store import load_index
     from semantic_skills.router import SkillRouter
 
     embedders = {"sentence-transformers": SentenceTransformerEmbedder(), "onnx": OnnxEmbedder()}

@@ -47,7 +47,7 @@ def vectors_for(size: int, work_dir):
     import numpy as np
 
     from semantic_skills.errors import SemanticSkillsError
-    from semantic_skills.index import load_index
+    from semantic_skills.index.store import load_index
 
     try:
         manifest, vectors = load_index(work_dir / f"index-{size}")

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import SemanticSkillsError
+from .errors import NoSkillsFound, SemanticSkillsError
 from .settings import (
     EMBEDDER_BACKENDS,
     EmbedderSettings,
@@ -156,22 +156,6 @@ def _print_build_report(report, as_json: bool) -> None:
     click.echo(json.dumps(payload, ensure_ascii=False))
 
 
-def run_build(skills_dirs, index_dir, backend, model, full, as_json):
-    from .builder import build_index
-
-    settings = _settings()
-    roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else hermes_skills_roots()
-    progress = _Bar if (sys.stderr.isatty() and not as_json) else None
-    report = build_index(
-        roots,
-        _index_dir(settings, index_dir),
-        _embedder_settings(settings, backend, model),
-        full=full,
-        progress=progress,
-    )
-    _print_build_report(report, as_json)
-
-
 @main.command()
 @click.option("--skills-dir", "skills_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Index the SKILL.md files under DIR instead of the Hermes skills folders. Repeatable; earlier folders win name clashes.")
@@ -186,7 +170,18 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
     Only changed skills are re-embedded; when nothing changed no model is loaded.
     With --json the last line is a JSON object with the counts.
     """
-    run_build(skills_dirs, index_dir, backend, model, full, as_json)
+    from .builder import build_index
+
+    settings = _settings()
+    roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else hermes_skills_roots()
+    progress = _Bar if (sys.stderr.isatty() and not as_json) else None
+    try:
+        report = build_index(roots, _index_dir(settings, index_dir), _embedder_settings(settings, backend, model),
+                             full=full, progress=progress)
+    except NoSkillsFound as exc:
+        raise NoSkillsFound(f"{exc}; pass --skills-dir DIR or add folders to skills.external_dirs in "
+                            "$HERMES_HOME/config.yaml") from None
+    _print_build_report(report, as_json)
 
 
 # --------------------------------------------------------------------------- search / route
@@ -382,20 +377,16 @@ def calibrate(queries_file, index_dir, backend, model, min_precision, write, as_
 @json_option
 def status(index_dir, as_json):
     """Show the index: where it is, which embedder built it, and what changed on disk since."""
-    from .index import load_index
-    from .skills import discover_skills
+    from .index.diff import diff_with_disk
+    from .index.store import load_index
 
     settings = _settings()
     folder = _index_dir(settings, index_dir)
     manifest, _vectors = load_index(folder)  # the vectors too: a corrupt index is reported, not shown as fine
-    roots = [SkillsRoot(Path(r)) for r in manifest.roots]
-    reuse = {(r.path, r.content_hash): r.to_skill() for r in manifest.skills}
-    found = discover_skills(roots, reuse)
-    indexed = {r.path: r for r in manifest.skills}
-    on_disk = {s.path: s for s in found.skills}
-    changed = sorted(indexed[p].name for p in on_disk if p in indexed and indexed[p].content_hash != on_disk[p].content_hash)
-    new = sorted(on_disk[p].name for p in on_disk if p not in indexed)
-    deleted = sorted(indexed[p].name for p in indexed if p not in on_disk)
+    diff = diff_with_disk(manifest)
+    changed = sorted(record.name for record, _skill in diff.changed())
+    new = sorted(skill.name for skill in diff.added())
+    deleted = sorted(record.name for record in diff.removed())
     info = {
         "index_dir": str(folder),
         "embedder": manifest.embedder.as_dict(),

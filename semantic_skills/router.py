@@ -27,7 +27,8 @@ from .embedders.base import Embedder
 from .embedders.factory import configured_identity, create_embedder, settings_for_identity
 from .errors import EmbedderMismatch
 from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative_gap
-from .index import Manifest, load_index, manifest_stamp
+from .index.manifest import Manifest
+from .index.store import load_index, manifest_stamp
 from .lexical import LexicalIndex
 from .limits import MAX_QUERY_CHARS
 from .settings import EmbedderSettings, default_index_dir

@@ -106,7 +106,7 @@ class RoutingService:
     def run_loader(self) -> None:
         """Open the index when it appears, then swap in rebuilds; returns only on a broken install."""
         try:
-            from .index import manifest_stamp
+            from .index.store import manifest_stamp
             from .settings import load_settings
         except Exception as exc:  # pragma: no cover - a broken install
             self._set_state(FAILED, f"cannot import semantic_skills ({first_line(exc)})")

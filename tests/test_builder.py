@@ -22,10 +22,11 @@ import pytest
 
 from support import REPO, write_skill
 from semantic_skills import documents
-from semantic_skills.builder import build_index, build_lock
+from semantic_skills.builder import build_index
 from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import BuildLocked, NoSkillsFound
-from semantic_skills.index import MANIFEST, load_index, read_manifest
+from semantic_skills.index.manifest import MANIFEST, read_manifest
+from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings, SkillsRoot
 

@@ -16,7 +16,7 @@ from support import EXAMPLES, REPO, shared_path, write_skill
 from semantic_skills import builder, router
 from semantic_skills.cli import main
 from semantic_skills.embedders.factory import configured_identity, create_embedder
-from semantic_skills.index import MANIFEST
+from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.settings import EmbedderSettings
 
 PDF_QUERY = "Can you turn this scanned contract PDF into markdown with the tables intact?"

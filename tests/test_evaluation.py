@@ -21,7 +21,7 @@ from semantic_skills.evaluation import (
     save_gate,
 )
 from semantic_skills.gates import Gate
-from semantic_skills.index import read_manifest
+from semantic_skills.index.manifest import read_manifest
 from semantic_skills.lexical import LexicalIndex, tokenize
 from semantic_skills.router import Candidate, Decision, SkillRouter
 from semantic_skills.skills import Skill

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from semantic_skills.embedders.base import Embedder, EmbedderIdentity
 from semantic_skills.gates import FLOOR, MIN_SEPARATION, Gate, relative_gap
-from semantic_skills.index import MANIFEST, Manifest, SkillRecord, write_index
+from semantic_skills.index.manifest import MANIFEST, Manifest, SkillRecord
+from semantic_skills.index.store import write_index
 from semantic_skills.router import SkillRouter, _padded_views, _separation
 
 DIM = 16

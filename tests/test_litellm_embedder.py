@@ -19,7 +19,8 @@ from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import EmbedderError
-from semantic_skills.index import load_index, read_manifest
+from semantic_skills.index.manifest import read_manifest
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings, SkillsRoot
 

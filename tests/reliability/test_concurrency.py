@@ -20,7 +20,7 @@ from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.index import LOCK
+from semantic_skills.index.store import LOCK
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings, SkillsRoot
 

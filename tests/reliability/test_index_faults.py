@@ -31,7 +31,8 @@ from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import SemanticSkillsError
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.index import MANIFEST, load_index
+from semantic_skills.index.manifest import MANIFEST
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.service import FAILED, READY, WAITING_FOR_INDEX
 from semantic_skills.settings import EmbedderSettings, SkillsRoot

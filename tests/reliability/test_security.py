@@ -24,7 +24,7 @@ from reliability_kit import (FORBIDDEN, HERMES_NAME_LENGTH, KEY_ENV, OVERSIZED_Q
 from support import REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
-from semantic_skills.index import load_index
+from semantic_skills.index.store import load_index
 from semantic_skills.injection import CLOSE_TAG
 from semantic_skills.settings import EmbedderSettings, SkillsRoot
 from semantic_skills.skills import MAX_DESCRIPTION_CHARS, strip_front_matter
