@@ -113,7 +113,7 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
     """
     import yaml
 
-    from semantic_skills.skills import SkillFileError, parse_skill
+    from semantic_skills.skills.parsing import parse_skill, SkillFileError
 
     dest = Path(dest)
     stamp = dest / ".generated"
@@ -145,7 +145,8 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
 def build(roots: list[Path], index_dir: Path, embedder=None):
     """An up-to-date index of the skills under ``roots`` in ``index_dir`` (incremental)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     return build_index([SkillsRoot(Path(r).resolve()) for r in roots], Path(index_dir), EmbedderSettings(),
                        embedder=embedder)

@@ -93,7 +93,7 @@ def main() -> None:
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from semantic_skills.skills import platforms_allow
+    from semantic_skills.skills.eligibility import platforms_allow
 
     default_omp = faiss.omp_get_max_threads()
     rng = np.random.default_rng(0)

@@ -21,8 +21,10 @@ from .errors import IndexCorrupt, IndexMissing, NoSkillsFound
 from .index.diff import IndexDiff, parsed_records
 from .index.manifest import Manifest, SkillRecord
 from .index.store import build_lock, load_index, remove_stale_files, write_index
-from .settings import EmbedderSettings, SkillsRoot
-from .skills import Duplicate, Skill, SkippedFile, discover_skills
+from .settings import EmbedderSettings
+from .skills.discovery import SkillsRoot
+from .skills.discovery import discover_skills, Duplicate, SkippedFile
+from .skills.parsing import Skill
 
 ProgressFactory = Callable[[int], "ProgressBar"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .skills import Skill
+from .skills.parsing import Skill
 
 RECIPE = "v2: main (name + description + folder + first 500 body characters) + up to 4 sentences of description and body prose"
 BODY_HEAD_CHARS = 500

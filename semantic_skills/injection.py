@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from .skills import strip_front_matter
+from .skills.parsing import strip_front_matter
 
 OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"

@@ -107,7 +107,7 @@ class RoutingService:
         """Open the index when it appears, then swap in rebuilds; returns only on a broken install."""
         try:
             from .index.store import manifest_stamp
-            from .settings import load_settings
+            from .hermes.config import hermes_home, load_config, plugin_settings
         except Exception as exc:  # pragma: no cover - a broken install
             self._set_state(FAILED, f"cannot import semantic_skills ({first_line(exc)})")
             return
@@ -122,7 +122,7 @@ class RoutingService:
                     )
                 elif stamp != failed_stamp:
                     try:
-                        self._open(load_settings())
+                        self._open(plugin_settings(load_config(hermes_home())))
                         failed_stamp = None
                     except ImportError as exc:
                         self._set_state(
@@ -147,15 +147,10 @@ class RoutingService:
 
     def _open(self, settings) -> None:
         from .router import SkillRouter
-        from .settings import EmbedderSettings
 
         self._set_state(LOADING, f"loading the index in {self.index_dir} and its embedder")
-        configured = settings.embedder if settings.embedder != EmbedderSettings() else None
-        router = SkillRouter.open(self.index_dir, embedder=configured, threshold=settings.threshold,
-                                  inactive_environments=self._inactive_environments)
-        router.warm()
-        if router.embedder.identity.backend != "litellm":
-            router.embedder.embed_query("warm-up")  # the first local embedding is slow; take it here
+        router = SkillRouter.from_settings(self.index_dir, settings.embedder, floor=settings.floor,
+                                           inactive_environments=self._inactive_environments)
         self._router = router
         self._set_state(
             READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend
@@ -201,7 +196,7 @@ class RoutingService:
 
     def _search(self, router, text, limit, exclude, max_chars) -> dict:
         from .injection import cap_body
-        from .skills import strip_front_matter
+        from .skills.parsing import strip_front_matter
 
         found = router.search(text, k=limit, exclude=exclude)
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
@@ -222,7 +217,8 @@ class RoutingService:
         file (or for a FIFO, which would block) gives None.
         """
         from .files import file_stamp
-        from .skills import SkillFileError, read_skill_file
+        from .skills.discovery import read_skill_file
+        from .skills.parsing import SkillFileError
 
         try:
             real = Path(path).resolve()

@@ -28,7 +28,8 @@ from semantic_skills.errors import BuildLocked, NoSkillsFound
 from semantic_skills.index.manifest import MANIFEST, read_manifest
 from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
 
 PDF_QUERY = "convert this scanned PDF into markdown"
 
@@ -52,7 +53,7 @@ class RecordingEmbedder(Embedder):
 
 def views_of(skills_dir: Path, *names: str) -> list[str]:
     """The texts a build embeds for the skills under ``skills_dir`` (only ``names`` when given), in order."""
-    from semantic_skills.skills import discover_skills
+    from semantic_skills.skills.discovery import discover_skills
 
     skills = discover_skills([SkillsRoot(skills_dir)]).skills
     return [text for s in skills if not names or s.name in names for text in documents.skill_views(s)]

@@ -24,7 +24,7 @@ from semantic_skills.gates import Gate
 from semantic_skills.index.manifest import read_manifest
 from semantic_skills.lexical import LexicalIndex, tokenize
 from semantic_skills.router import Candidate, Decision, SkillRouter
-from semantic_skills.skills import Skill
+from semantic_skills.skills.parsing import Skill
 
 
 def decision(skill: str | None, *ranked: str) -> dict:

@@ -14,7 +14,8 @@ from semantic_skills.embedders.base import Embedder, EmbedderIdentity
 from semantic_skills.gates import FLOOR, MIN_SEPARATION, Gate, relative_gap
 from semantic_skills.index.manifest import MANIFEST, Manifest, SkillRecord
 from semantic_skills.index.store import write_index
-from semantic_skills.router import SkillRouter, _padded_views, _separation
+from semantic_skills.ranking import _padded_views, _separation
+from semantic_skills.router import SkillRouter
 
 DIM = 16
 
@@ -195,7 +196,7 @@ def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):
     embedder = TableEmbedder({"about alpha": unit(1, 0.1)})
     write_synthetic_index(tmp_path / "index", skills, router={"threshold": 0.35, "min_relative_gap": 5.0})
     router = SkillRouter.open(tmp_path / "index", embedder=embedder)
-    assert (router.gate.floor, router.gate.min_relative_gap, router.threshold) == (0.35, 5.0, 0.35)
+    assert (router.gate.floor, router.gate.min_relative_gap) == (0.35, 5.0)
     assert router.route("about alpha").skill is None
     data = json.loads((tmp_path / "index" / MANIFEST).read_text())
     assert data["router"]["min_relative_gap"] == 5.0

@@ -22,7 +22,8 @@ from semantic_skills.errors import EmbedderError
 from semantic_skills.index.manifest import read_manifest
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
 
 KEY_ENV = "FAKE_EMBEDDINGS_KEY"
 MODEL = "openai/fake-embed"
@@ -69,7 +70,7 @@ def write_config(home: Path, url: str, batch_size: int) -> None:
 def example_batches(size: int) -> list[int]:
     """The request sizes of a build of examples/skills in batches of ``size`` texts (one per skill view)."""
     from semantic_skills.documents import skill_views
-    from semantic_skills.skills import discover_skills
+    from semantic_skills.skills.discovery import discover_skills
 
     total = sum(len(skill_views(s)) for s in discover_skills([SkillsRoot(EXAMPLES / "skills")]).skills)
     return [size] * (total // size) + ([total % size] if total % size else [])

@@ -76,7 +76,7 @@ def test_onnxruntime_uses_the_configured_thread_count_without_spinning(monkeypat
 def test_routes_the_example_messages_like_the_torch_model(onnx_embedder, examples_index, tmp_path):
     from semantic_skills.builder import build_index
     from semantic_skills.router import SkillRouter
-    from semantic_skills.settings import SkillsRoot
+    from semantic_skills.skills.discovery import SkillsRoot
 
     build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path, EmbedderSettings(backend="onnx"),
                 embedder=onnx_embedder)

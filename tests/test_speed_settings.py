@@ -87,14 +87,14 @@ def test_documents_are_embedded_by_length_but_returned_in_input_order(bundled_em
 def test_config_is_read_as_yaml_safe_load_reads_it(tmp_path):
     import yaml
 
-    from semantic_skills.settings import load_hermes_config
+    from semantic_skills.hermes.config import load_config
 
     hermes_config = pytest.importorskip("hermes_cli.config", reason="Hermes Agent is not installed")
     text = yaml.safe_dump({**hermes_config.DEFAULT_CONFIG, "when": "2026-01-02", "ratio": 1e-3, "empty": None},
                           sort_keys=False)
     (tmp_path / "config.yaml").write_text(text + "anchors: &a {x: 1}\nalias: *a\n")
 
-    assert load_hermes_config(tmp_path) == yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert load_config(tmp_path) == yaml.safe_load((tmp_path / "config.yaml").read_text())
 
 
 @pytest.mark.parametrize("backend, expected", [("sentence-transformers", 16), ("onnx", 16), ("litellm", 64)])

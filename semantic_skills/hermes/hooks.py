@@ -22,7 +22,7 @@ from ..gates import is_small_talk
 from ..injection import OPEN_TAG, is_injected
 from ..limits import MAX_MESSAGE_CHARS
 from ..service import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, result_within
-from ..settings import disabled_skill_names
+from .config import disabled_skill_names
 from .dedupe import agent_session, gateway_session
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
@@ -56,7 +56,7 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
             turn.outcome = DEFERRED
         rt.turns.record(turn)
         return None
-    decision = rt.client.route_async(text, disabled_skill_names(platform, rt.home),
+    decision = rt.client.route_async(text, disabled_skill_names(rt.config(), platform),
                                      rt.settings().max_skill_chars)
     reply = result_within(decision, rt.route_timeout())
     if reply.status == TIMEOUT:
@@ -85,7 +85,7 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
         return _finish_gateway_turns(rt, turns, session_id, user_message)
     if rt.turns.is_gateway_session(session_id) or INJECTION_MARK in user_message or is_small_talk(user_message):
         return None  # the gateway hook already decided, or the turn carries a skill, or needs none
-    reply = rt.client.route(user_message, disabled_skill_names(platform, rt.home), rt.context_chars(),
+    reply = rt.client.route(user_message, disabled_skill_names(rt.config(), platform), rt.context_chars(),
                             AGENT_ANSWER_TIMEOUT_SECONDS, wait_ready=rt.settings().warmup_wait_seconds)
     return _context(rt, reply, agent_session(session_id or ""))
 
@@ -123,7 +123,7 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
 
 
 def _route_again(rt: PluginRuntime, turn: GatewayTurn) -> Reply:
-    return rt.client.route(turn.text, disabled_skill_names(turn.platform, rt.home),
+    return rt.client.route(turn.text, disabled_skill_names(rt.config(), turn.platform),
                            rt.context_chars(), AGENT_ANSWER_TIMEOUT_SECONDS,
                            wait_ready=rt.settings().warmup_wait_seconds)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..logs import OnceLogger, logger
 from ..service import RouterClient
-from ..settings import Settings, default_index_dir, hermes_home, load_hermes_config, load_settings
+from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings
 from .dedupe import InjectedSkills
 from .turns import TurnLedger
 
@@ -33,25 +33,29 @@ class PluginRuntime:
         self.home = home
         self.log_once = OnceLogger()
         self._settings_source: object = None
-        self._settings = Settings()
+        self._settings = PluginSettings()
         settings = self.settings()
-        self.index_dir = default_index_dir(settings, home)
+        self.index_dir = index_dir(settings, home)
         self.client = RouterClient(self.index_dir, inactive_environments=inactive_environments)
         self.injected = InjectedSkills(home / "semantic-skills" / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
 
-    def settings(self) -> Settings:
+    def config(self) -> dict:
+        """Hermes' ``config.yaml`` as parsed: the same object while the file is unchanged."""
+        return load_config(self.home)
+
+    def settings(self) -> PluginSettings:
         """The current settings; re-read when config.yaml changes, defaults when invalid."""
-        config = load_hermes_config(self.home)
+        config = self.config()
         if config is self._settings_source:
             return self._settings
         try:
-            settings = load_settings(self.home)
+            settings = plugin_settings(config)
         except ConfigError as exc:
             self.log_once(logging.WARNING, f"invalid settings under plugins.entries.semantic-skills.settings in "
                                            f"{self.home / 'config.yaml'}: {exc}; using the defaults")
-            settings = Settings()
+            settings = PluginSettings()
         self._settings_source, self._settings = config, settings
         if hasattr(self, "injected"):
             self.injected.max_sessions = settings.dedupe_max_sessions

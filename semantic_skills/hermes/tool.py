@@ -9,7 +9,7 @@ import sys
 
 from ..limits import MAX_QUERY_CHARS
 from ..service import INDEX_MISSING
-from ..settings import disabled_skill_names
+from .config import disabled_skill_names
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 
 NAME = "search_skills"
@@ -59,7 +59,7 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         platform = current_platform()
         settings = rt.settings()
         rt.client.start()
-        reply = rt.client.search(query, limit, disabled_skill_names(platform, rt.home),
+        reply = rt.client.search(query, limit, disabled_skill_names(rt.config(), platform),
                                  settings.max_tool_chars, AGENT_ANSWER_TIMEOUT_SECONDS,
                                  wait_ready=settings.warmup_wait_seconds)
         if reply.status == INDEX_MISSING:

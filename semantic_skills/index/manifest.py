@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexMissing
-from ..skills import Skill
+from ..skills.parsing import Skill
 
 FORMAT = "semantic-skills-index"
 FORMAT_VERSION = 1

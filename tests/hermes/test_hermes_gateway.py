@@ -8,7 +8,7 @@ import pytest
 
 from semantic_skills.hermes import runtime as runtime_module
 from semantic_skills.hermes.dedupe import gateway_session
-from semantic_skills.skills import strip_front_matter
+from semantic_skills.skills.parsing import strip_front_matter
 
 from hermes_testkit import EXAMPLE_SKILLS
 

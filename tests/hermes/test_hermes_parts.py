@@ -11,12 +11,13 @@ from hermes_testkit import write_settings
 
 from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import prompt_stub, tool
+from semantic_skills.hermes.config import PluginSettings
 from semantic_skills.hermes.dedupe import InjectedSkills, agent_session, gateway_session
 from semantic_skills.hermes.runtime import PluginRuntime, inactive_environments
 from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedger
 from semantic_skills.logs import OnceLogger
-from semantic_skills.settings import Settings
-from semantic_skills.skills import environments_allow, parse_skill
+from semantic_skills.skills.eligibility import environments_allow
+from semantic_skills.skills.parsing import parse_skill
 
 
 class Clock:
@@ -201,7 +202,7 @@ def test_without_hermes_detection_no_environment_is_inactive_and_it_is_said_once
 ])
 def test_invalid_settings_are_refused_with_a_clear_message(raw, message):
     with pytest.raises(ConfigError, match=message):
-        Settings.from_mapping(raw)
+        PluginSettings.from_mapping(raw)
 
 
 def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
@@ -214,7 +215,7 @@ def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
             settings = [rt.settings() for _ in range(3)]
         finally:
             rt.close()
-    assert settings == [Settings()] * 3
+    assert settings == [PluginSettings()] * 3
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1
     assert "warmup_wait_seconds must be between 0 and 600" in messages[0] and "using the defaults" in messages[0]

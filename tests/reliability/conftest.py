@@ -35,7 +35,8 @@ class LoadedPlugin:
 def plugin(tmp_path_factory, bundled_embedder):
     """The session's Hermes home with the plugin loaded and its worker warm (see the module docstring)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     home = make_home(tmp_path_factory.mktemp("reliability"), {"route_timeout_ms": 10000})
     write_forbidden_skills(home / "skills")

@@ -22,7 +22,8 @@ from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index.store import LOCK
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
 
 READERS = 8
 HERE = Path(__file__).resolve().parent
@@ -45,7 +46,8 @@ REBUILDER = textwrap.dedent("""
     sys.path[:0] = [{kit!r}, {tests!r}]
     from reliability_kit import HashingEmbedder
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     folders, index_dir, rounds = sys.argv[1:3], sys.argv[3], int(sys.argv[4])
     for n in range(rounds):

@@ -28,7 +28,8 @@ from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.router import SkillRouter
 from semantic_skills.service import OK, READY, TIMEOUT, UNAVAILABLE, RouterClient
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
 
 MODEL = "openai/fake-embed"
 DOCKER = "docker compose services keep restarting or cannot reach each other"  # close to the skill for the fake vectors

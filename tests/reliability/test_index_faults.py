@@ -35,7 +35,8 @@ from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.service import FAILED, READY, WAITING_FOR_INDEX
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
 
 PDF = "convert this scanned PDF into markdown"
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors

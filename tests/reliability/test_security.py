@@ -26,8 +26,9 @@ from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.index.store import load_index
 from semantic_skills.injection import CLOSE_TAG
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
-from semantic_skills.skills import MAX_DESCRIPTION_CHARS, strip_front_matter
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, strip_front_matter
 
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
 BLOCK_OVERHEAD = 1000  # delimiters, the note and the truncation line around a capped body
