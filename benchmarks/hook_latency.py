@@ -337,7 +337,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
             start = time.perf_counter()
             runtime.client.submit("ping").result(5)
             middle = time.perf_counter()
-            runtime.client.route(text, (), 16000, timeout=5)
+            runtime.client.route(text, (), timeout=5)
             ping_ms.append((middle - start) * 1000)
             route_ms.append((time.perf_counter() - middle) * 1000)
         return ping_ms, route_ms

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.service import WAITING_FOR_INDEX, RouterClient
+from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.protocol import WAITING_FOR_INDEX
 
 
 def _environment_of(pid: int) -> dict[str, str]:

@@ -85,7 +85,7 @@ def demo(show_chars):
     """Build an index over examples/skills and route the sample messages (offline, no API key)."""
     from ..builder import build_index
     from ..embedders.sentence_transformers import SentenceTransformerEmbedder
-    from ..injection import inject
+    from ..injection import inject, skill_block, skill_body
     from ..router import SkillRouter
     from ..settings import EmbedderSettings
     from ..skills.discovery import SkillsRoot
@@ -109,7 +109,8 @@ def demo(show_chars):
                 click.echo(f"  inject nothing ({decision.reason}{nearest})\n")
                 continue
             click.echo(f"  inject {decision.skill.name} (score {decision.score:.3f})")
-            text = inject(message, decision.skill.name, decision.score, Path(decision.skill.path).read_text(encoding="utf-8"))
+            body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
+            text = inject(message, skill_block(decision.skill.name, decision.score, body))
             if show_chars:
                 preview = text if len(text) <= show_chars else text[:show_chars] + f"... [{len(text) - show_chars} more characters]"
                 click.echo("  " + preview.replace("\n", "\n  ") + "\n")

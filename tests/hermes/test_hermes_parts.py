@@ -225,7 +225,7 @@ def test_default_route_budget_depends_on_the_embedder(tmp_path):
     rt = PluginRuntime(tmp_path)
     try:
         assert rt.route_timeout() == 0.024
-        rt.client.backend = "litellm"
+        rt.client.status.backend = "litellm"
         assert rt.route_timeout() == 0.200
     finally:
         rt.close()

@@ -27,7 +27,8 @@ from semantic_skills.errors import EmbedderError, EmbedderMismatch
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.router import SkillRouter
-from semantic_skills.service import OK, READY, TIMEOUT, UNAVAILABLE, RouterClient
+from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.protocol import OK, READY, TIMEOUT, UNAVAILABLE
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 
@@ -284,20 +285,20 @@ def test_the_worker_refuses_a_dimension_change_and_messages_pass_through_with_on
     assert len(failures) == 1 and "\n" not in failures[0].getMessage()
 
 
-def test_a_worker_that_never_answers_is_restarted(litellm_index, embedding_server, _isolated_hermes_home):
-    write_settings(_isolated_hermes_home, **litellm_settings(embedding_server.url))
-    client = RouterClient(litellm_index, restart_delays=(0.2,), stall_seconds=2.0)
+def test_a_worker_that_never_answers_is_restarted(litellm_index, embedding_server):
+    embedder = EmbedderSettings.from_mapping(litellm_settings(embedding_server.url)["embedder"])
+    client = RouterClient(litellm_index, embedder, restart_delays=(0.2,), stall_seconds=2.0)
     client.start()
     try:
         assert client.wait_ready(READY_SECONDS), client.detail
         hung = client._process.pid
         os.kill(hung, signal.SIGSTOP)
-        stuck = client.route_async(DOCKER, (), 16000)
+        stuck = client.route_async(DOCKER, ())
 
         assert stuck.result(timeout=30).status == UNAVAILABLE  # the stuck request fails instead of hanging
         assert wait_until(lambda: client._process is not None and client._process.pid != hung, timeout=30)
         assert client.wait_ready(READY_SECONDS), client.detail
-        answer = client.route(DOCKER, (), 16000, timeout=30)
+        answer = client.route(DOCKER, (), timeout=30)
         assert answer.status == OK and answer.data["skill"] == "docker-compose-debug"
     finally:
         client.close()
@@ -314,7 +315,7 @@ def test_a_request_to_a_worker_that_never_answers_times_out_within_its_budget(li
         assert client.wait_ready(READY_SECONDS), client.detail
         assert client.state == READY
         os.kill(client._process.pid, signal.SIGSTOP)
-        reply, seconds = timed(lambda: client.route(DOCKER, (), 16000, timeout=0.2))
+        reply, seconds = timed(lambda: client.route(DOCKER, (), timeout=0.2))
         assert reply.status == TIMEOUT and seconds < 0.2 + 1.5
     finally:
         os.kill(client._process.pid, signal.SIGKILL)
@@ -326,7 +327,7 @@ def test_model_files_gone_after_the_build_let_every_message_through_with_one_log
     import json
     import shutil
 
-    from semantic_skills.service import FAILED
+    from semantic_skills.worker.protocol import FAILED
 
     index_dir, model = tmp_path / "index", tmp_path / "model-folder-since-deleted"
     shutil.copytree(examples_index, index_dir)

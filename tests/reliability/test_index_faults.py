@@ -34,7 +34,7 @@ from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.service import FAILED, READY, WAITING_FOR_INDEX
+from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 

@@ -310,34 +310,32 @@ def test_importing_litellm_through_the_embedder_loads_no_dotenv_file():
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
-def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skill_file(tmp_path, monkeypatch,
-                                                                                      _isolated_hermes_home, canary):
+def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skill_file(tmp_path, monkeypatch, canary):
     """A SKILL.md replaced by a link out of the skills root, or by a FIFO, is never read into a prompt."""
     import shutil
 
-    from hermes_testkit import write_settings
-
-    from semantic_skills.service import OK, RouterClient
+    from semantic_skills.worker.client import RouterClient
+    from semantic_skills.worker.protocol import OK
 
     monkeypatch.setenv(KEY_ENV, "sk-test")
     skills = tmp_path / "skills"
     shutil.copytree(REPO / "examples" / "skills", skills)
     docker = skills / "devops" / "docker-compose-debug" / "SKILL.md"
     with FakeEmbeddingServer() as server:
-        write_settings(_isolated_hermes_home, **litellm_settings(server.url))
         build_index([SkillsRoot(skills)], tmp_path / "index", EmbedderSettings(),
                     embedder=LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
-        client = RouterClient(tmp_path / "index", stall_seconds=60)
+        client = RouterClient(tmp_path / "index", EmbedderSettings.from_mapping(litellm_settings(server.url)["embedder"]),
+                              stall_seconds=60)
         client.start()
         try:
             assert client.wait_ready(WORKER_READY_SECONDS), client.detail
-            assert client.route(REMOTE_DOCKER, (), 16000, timeout=30).data["skill"] == "docker-compose-debug"
+            assert client.route(REMOTE_DOCKER, (), timeout=30).data["skill"] == "docker-compose-debug"
             answers = []
             for replace in (lambda: docker.symlink_to(canary), lambda: os.mkfifo(docker)):
                 docker.unlink()
                 replace()
-                answers.append(client.route(REMOTE_DOCKER, (), 16000, timeout=30))
-                answers.append(client.search(REMOTE_DOCKER, 3, (), 16000, timeout=30))
+                answers.append(client.route(REMOTE_DOCKER, (), timeout=30))
+                answers.append(client.search(REMOTE_DOCKER, 3, (), timeout=30))
         finally:
             client.close()
 
