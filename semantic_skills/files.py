@@ -1,4 +1,4 @@
-"""File helpers shared by the index, the worker and the Hermes side: a change stamp and an atomic replace."""
+"""File helpers shared by the index, the worker and its host: a change stamp and an atomic replace."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How much text each part handles, one named limit per purpose.
 
-Plain constants, so the core, the worker and the Hermes side can all import them.
+Plain constants, so the core, the worker and its host can all import them.
 """
 
 MAX_MESSAGE_CHARS = 16_000  # a message's text as the worker receives it (longer texts are clipped first)
