@@ -2,7 +2,7 @@
 
 Only skills whose file hash changed are re-embedded; when nothing changed no
 model is loaded and nothing is written. A change of embedder or of the
-document recipe rebuilds in full. One build at a time per index folder.
+recipe rebuilds in full. One build at a time per index folder.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import documents
+from . import recipe
 from .embedders.base import Embedder, EmbedderIdentity
 from .embedders.factory import configured_identity, create_embedder
 from .errors import IndexCorrupt, IndexMissing, NoSkillsFound
@@ -98,7 +98,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     reusable = (
         old is not None
         and not report.full
-        and old.recipe == documents.RECIPE
+        and old.recipe == recipe.RECIPE
         and old.embedder.same_space(wanted)
     )
     root_paths = [str(r.path) for r in roots]
@@ -173,7 +173,7 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], ident
         row += count
     manifest = Manifest(
         embedder=identity,
-        recipe=documents.RECIPE,
+        recipe=recipe.RECIPE,
         skills=records,
         vectors_file="",
         rows=row,
@@ -196,7 +196,7 @@ class _Embedding:
         """Every view of ``skills``: the embedder's identity and ``{path: (views, dim) array}``."""
         if self.embedder is None:
             self.embedder = create_embedder(self.settings)
-        views = [documents.skill_views(s) for s in skills]
+        views = [recipe.skill_views(s) for s in skills]
         texts = [t for v in views for t in v]
         bar = self.progress(len(texts)) if self.progress else None
         try:

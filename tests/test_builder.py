@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from support import REPO, write_skill
-from semantic_skills import documents
+from semantic_skills import recipe
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import BuildLocked, NoSkillsFound
@@ -56,7 +56,7 @@ def views_of(skills_dir: Path, *names: str) -> list[str]:
     from semantic_skills.skills.discovery import discover_skills
 
     skills = discover_skills([SkillsRoot(skills_dir)]).skills
-    return [text for s in skills if not names or s.name in names for text in documents.skill_views(s)]
+    return [text for s in skills if not names or s.name in names for text in recipe.skill_views(s)]
 
 
 class UnusableEmbedder(Embedder):
@@ -226,7 +226,7 @@ def test_another_embedder_identity_forces_a_full_rebuild(built, bundled_embedder
 
 def test_a_new_document_recipe_forces_a_full_rebuild(built, bundled_embedder, monkeypatch):
     skills_dir, index_dir = built
-    monkeypatch.setattr(documents, "RECIPE", documents.RECIPE + " (changed)")
+    monkeypatch.setattr(recipe, "RECIPE", recipe.RECIPE + " (changed)")
     recorder = RecordingEmbedder(bundled_embedder)
     assert build(skills_dir, index_dir, recorder).counts()["updated"] == 10
     assert recorder.embedded == views_of(skills_dir)

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from semantic_skills.cli import main
-from semantic_skills.documents import MAX_SENTENCE_VIEWS, skill_views
+from semantic_skills.recipe import MAX_SENTENCE_VIEWS, skill_views
 from semantic_skills.evaluation import (
     LabelledFileError,
     LabelledQuery,

@@ -69,7 +69,7 @@ def write_config(home: Path, url: str, batch_size: int) -> None:
 
 def example_batches(size: int) -> list[int]:
     """The request sizes of a build of examples/skills in batches of ``size`` texts (one per skill view)."""
-    from semantic_skills.documents import skill_views
+    from semantic_skills.recipe import skill_views
     from semantic_skills.skills.discovery import discover_skills
 
     total = sum(len(skill_views(s)) for s in discover_skills([SkillsRoot(EXAMPLES / "skills")]).skills)

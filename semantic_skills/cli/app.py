@@ -67,7 +67,7 @@ def main():
     """Build and query a semantic index of SKILL.md files."""
 
 
-class _Bar:
+class TerminalBar:
     """A click progress bar on a terminal; silent elsewhere."""
 
     def __init__(self, total: int, label: str = "Embedding"):

@@ -11,7 +11,7 @@ import click
 from ..errors import NoSkillsFound
 from ..skills.discovery import SkillsRoot
 from . import defaults
-from .app import _Bar, embedder_option, index_dir_option, json_option, main, model_option
+from .app import TerminalBar, embedder_option, index_dir_option, json_option, main, model_option
 
 
 def _print_build_report(report, as_json: bool) -> None:
@@ -60,7 +60,7 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
     from ..builder import build_index
 
     roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else defaults.skills_roots()
-    progress = _Bar if (sys.stderr.isatty() and not as_json) else None
+    progress = TerminalBar if (sys.stderr.isatty() and not as_json) else None
     try:
         report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
                              full=full, progress=progress)

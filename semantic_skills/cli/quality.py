@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import defaults
-from .app import _Bar, embedder_option, index_dir_option, json_option, main, model_option
+from .app import TerminalBar, embedder_option, index_dir_option, json_option, main, model_option
 
 
 queries_file_option = click.option(
@@ -24,7 +24,7 @@ def _route_labelled(queries_file: Path, index_dir, backend, model):
     labelled = read_labelled(queries_file)
     router = defaults.open_router(index_dir, backend, model)
     router.embed_query("warm-up")  # the first embedding is slow; keep it out of the latency figures
-    bar = _Bar(len(labelled), label="Routing") if sys.stderr.isatty() else None
+    bar = TerminalBar(len(labelled), label="Routing") if sys.stderr.isatty() else None
     try:
         return router, route_all(router, labelled, progress=bar.advance if bar else None)
     finally:

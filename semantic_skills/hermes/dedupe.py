@@ -61,16 +61,6 @@ class InjectedSkills:
         self._changed()
         return True
 
-    def contains(self, session: str, skill: str) -> bool:
-        with self._lock:
-            entry = self._live_entry(session)
-            return entry is not None and skill in entry[1]
-
-    def skills(self, session: str) -> frozenset[str]:
-        with self._lock:
-            entry = self._live_entry(session)
-            return frozenset(entry[1]) if entry else frozenset()
-
     def forget(self, session: str) -> None:
         """Drop everything recorded for ``session``."""
         with self._lock:

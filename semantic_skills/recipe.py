@@ -1,4 +1,4 @@
-"""What text is embedded for a skill.
+"""The recipe: what text is embedded for a skill.
 
 Each skill becomes one or more texts ("views"); the first is its main vector
 (name, description, folder name and the start of the body), the others are
