@@ -39,8 +39,7 @@ def main() -> None:
     from semantic_skills import recipe
     from semantic_skills.embedders.onnx import OnnxEmbedder
     from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
-    from semantic_skills.skills.discovery import SkillsRoot
-    from semantic_skills.skills.discovery import discover_skills
+    from semantic_skills.skills.discovery import SkillsRoot, discover_skills
 
     skills = discover_skills([SkillsRoot(args.corpora.resolve())]).skills
     texts = [text for skill in skills for text in recipe.skill_views(skill)]

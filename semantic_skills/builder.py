@@ -22,8 +22,7 @@ from .index.diff import IndexDiff, parsed_records
 from .index.manifest import Manifest, SkillRecord
 from .index.store import build_lock, load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings
-from .skills.discovery import SkillsRoot
-from .skills.discovery import discover_skills, Duplicate, SkippedFile
+from .skills.discovery import Duplicate, SkillsRoot, SkippedFile, discover_skills
 from .skills.parsing import Skill
 
 ProgressFactory = Callable[[int], "ProgressBar"]

@@ -83,7 +83,8 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
     return queries
 
 
-def route_all(router, queries: Sequence[LabelledQuery], progress: Callable[[int], None] | None = None) -> list[RoutedQuery]:
+def route_all(router, queries: Sequence[LabelledQuery],
+              progress: Callable[[int], None] | None = None) -> list[RoutedQuery]:
     """Route every query, timing ``route()`` and, for comparison, a bare embedding of some of the texts."""
     routed = []
     for number, labelled in enumerate(queries):

@@ -13,7 +13,8 @@ import re
 
 from .skills.parsing import Skill
 
-RECIPE = "v2: main (name + description + folder + first 500 body characters) + up to 4 sentences of description and body prose"
+RECIPE = ("v2: main (name + description + folder + first 500 body characters) "
+          "+ up to 4 sentences of description and body prose")
 BODY_HEAD_CHARS = 500
 MAX_SENTENCE_VIEWS = 4
 MIN_SENTENCE_CHARS = 12

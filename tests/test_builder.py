@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import REPO, write_skill
 from semantic_skills import recipe
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.base import Embedder
@@ -30,6 +29,8 @@ from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+
+from support import REPO, write_skill
 
 PDF_QUERY = "convert this scanned PDF into markdown"
 
@@ -171,14 +172,16 @@ def test_removing_one_skill_removes_it_without_embedding(built, bundled_embedder
 
 def test_adding_one_skill_embeds_only_the_new_one(built, bundled_embedder):
     skills_dir, index_dir = built
-    write_skill(skills_dir, "cooking/sourdough", "---\nname: sourdough\ndescription: Bake sourdough bread\n---\nFeed the starter.\n")
+    write_skill(skills_dir, "cooking/sourdough",
+                "---\nname: sourdough\ndescription: Bake sourdough bread\n---\nFeed the starter.\n")
     recorder = RecordingEmbedder(bundled_embedder)
 
     report = build(skills_dir, index_dir, recorder)
 
     assert report.counts() == {"added": 1, "updated": 0, "removed": 0, "unchanged": 10, "skipped": 0}
     assert report.added == ["sourdough"] and recorder.embedded == views_of(skills_dir, "sourdough")
-    assert SkillRouter.open(index_dir, embedder=bundled_embedder).route("how do I bake sourdough bread").skill.name == "sourdough"
+    router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+    assert router.route("how do I bake sourdough bread").skill.name == "sourdough"
 
 
 def test_a_skill_for_inactive_environments_only_is_recorded_and_never_offered(built, bundled_embedder):
@@ -332,7 +335,8 @@ def test_a_build_killed_while_embedding_leaves_the_previous_index_usable(built, 
 
     controller, terminal = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(skills_dir), "--index-dir", str(index_dir)],
+        [sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(skills_dir),
+         "--index-dir", str(index_dir)],
         cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal,
     )
     os.close(terminal)
@@ -359,7 +363,8 @@ def test_a_build_killed_while_embedding_leaves_the_previous_index_usable(built, 
 @pytest.mark.parametrize("next_build_changes_something", [True, False], ids=["writing build", "no-op build"])
 def test_the_next_build_removes_temp_files_a_crashed_write_left(built, bundled_embedder, next_build_changes_something):
     skills_dir, index_dir = built
-    leftovers = [index_dir / ".vectors-20250101T000000-deadbeef.faiss.tmp", index_dir / ".manifest.json.20250101T000000-deadbeef.tmp"]
+    leftovers = [index_dir / ".vectors-20250101T000000-deadbeef.faiss.tmp",
+                 index_dir / ".manifest.json.20250101T000000-deadbeef.tmp"]
     for leftover in leftovers:
         leftover.write_bytes(b"half-written")
     if next_build_changes_something:

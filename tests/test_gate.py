@@ -6,7 +6,6 @@ import pytest
 
 from semantic_skills.gates import FLOOR, MIN_SEPARATION, Gate, relative_gap
 
-
 # --------------------------------------------------------------------------- Gate
 
 

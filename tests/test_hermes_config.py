@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import write_skill
-
 from semantic_skills.hermes.config import disabled_skill_names, load_config, skills_roots
 from semantic_skills.skills.discovery import discover_skills
+
+from support import write_skill
 
 
 def roots(home: Path):

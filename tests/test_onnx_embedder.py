@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from support import EXAMPLES
 from semantic_skills.cli import main
 from semantic_skills.embedders.factory import configured_identity, create_embedder, settings_for_identity
 from semantic_skills.embedders.onnx import BUNDLED_ONNX_MODEL, OnnxEmbedder
 from semantic_skills.errors import EmbedderError
 from semantic_skills.settings import EmbedderSettings
+
+from support import EXAMPLES
 
 TEXTS = [
     "My postgres container keeps restarting and the web service can't connect to it",

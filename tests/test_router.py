@@ -177,11 +177,13 @@ def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM).filter(lambda v: any(abs(x) > 1e-3 for x in v)))
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=DIM, max_size=DIM)
+       .filter(lambda v: any(abs(x) > 1e-3 for x in v)))
 def test_nothing_below_the_floor_is_ever_injected(tmp_path_factory, values):
     folder = tmp_path_factory.mktemp("floor")
     rng = np.random.default_rng(7)
-    skills = {f"s{i}": [v / np.linalg.norm(v) for v in rng.standard_normal((2, DIM)).astype(np.float32)] for i in range(12)}
+    skills = {f"s{i}": [v / np.linalg.norm(v) for v in rng.standard_normal((2, DIM)).astype(np.float32)]
+              for i in range(12)}
     query = np.array(values, dtype=np.float32) / np.linalg.norm(values)
     write_synthetic_index(folder, skills, router={"min_relative_gap": 0.0})
     decision = SkillRouter.open(folder, embedder=TableEmbedder({"q": query})).route("q")

@@ -10,11 +10,11 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from support import shared_path, write_skill
-from semantic_skills.skills.discovery import SkillsRoot
-from semantic_skills.skills.discovery import discover_skills
+from semantic_skills.skills.discovery import SkillsRoot, discover_skills
 from semantic_skills.skills.eligibility import environments_allow
-from semantic_skills.skills.parsing import parse_skill, SkillFileError
+from semantic_skills.skills.parsing import SkillFileError, parse_skill
+
+from support import shared_path, write_skill
 
 
 def discover(*roots: Path, external_from: int = 1):

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from support import EXAMPLES, REPO, write_skill
 from semantic_skills.builder import build_index
 from semantic_skills.injection import cap_body, skill_body
 from semantic_skills.limits import MAX_BODY_CHARS
@@ -22,6 +21,8 @@ from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.client import RouterClient
 from semantic_skills.worker.launch import launch
 from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
+
+from support import EXAMPLES, REPO, write_skill
 
 READY_SECONDS = 240
 PDF = "convert this scanned PDF into clean markdown"

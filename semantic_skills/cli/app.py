@@ -56,7 +56,8 @@ embedder_option = click.option(
     help="Embedder backend (default: the embedder setting, else sentence-transformers).",
 )
 model_option = click.option(
-    "--model", help="Model for the embedder: a local path or name, or a litellm model such as openai/text-embedding-3-small.",
+    "--model",
+    help="Model for the embedder: a local path or name, or a litellm model such as openai/text-embedding-3-small.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 

@@ -31,7 +31,7 @@ def disabled_skill_names(platform: str | None) -> frozenset[str]:
 
 
 def embedder_settings(backend: str | None, model: str | None) -> EmbedderSettings:
-    """The configured embedder, changed by ``--embedder`` (which starts from that backend's defaults) and ``--model``."""
+    """The configured embedder, changed by ``--embedder`` (from that backend's defaults) and ``--model``."""
     chosen = settings().embedder
     if backend and backend != chosen.backend:
         chosen = EmbedderSettings(backend=backend)

@@ -18,7 +18,8 @@ def _print_build_report(report, as_json: bool) -> None:
     counts = report.counts()
     if not as_json:
         action = "Indexed" if report.wrote else "Index already up to date:"
-        click.echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) in {report.seconds:.1f} s")
+        click.echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
+                   f"in {report.seconds:.1f} s")
         click.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         for skipped in report.skipped:
             click.echo(f"  skipped {skipped.path}: {skipped.reason}")
@@ -45,7 +46,8 @@ def _print_build_report(report, as_json: bool) -> None:
 
 @main.command()
 @click.option("--skills-dir", "skills_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="Index the SKILL.md files under DIR instead of the Hermes skills folders. Repeatable; earlier folders win name clashes.")
+              help="Index the SKILL.md files under DIR instead of the Hermes skills folders. "
+                   "Repeatable; earlier folders win name clashes.")
 @index_dir_option
 @embedder_option
 @model_option

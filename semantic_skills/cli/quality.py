@@ -11,10 +11,10 @@ import click
 from . import defaults
 from .app import TerminalBar, embedder_option, index_dir_option, json_option, main, model_option
 
-
 queries_file_option = click.option(
     "--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help='Labelled JSONL: {"query": ..., "gold": [skill names] or [] for none, "acceptable": [...], "source": ...} per line.',
+    help='Labelled JSONL: {"query": ..., "gold": [skill names] or [] for none, "acceptable": [...], '
+         '"source": ...} per line.',
 )
 
 
@@ -66,13 +66,16 @@ def evaluate(queries_file, index_dir, backend, model, as_json):
     click.echo(f"gate: similarity >= {gate.floor:.2f} and relative gap >= {gate.min_relative_gap:.2f}\n")
     columns = ("top1", "recall_at_5", "mrr", "correct_injection", "wrong_injection", "false_injection", "precision")
     click.echo(f"{'':32}{'top-1':>9}{'recall@5':>9}{'MRR':>9}{'correct':>9}{'wrong':>9}{'false':>9}{'precision':>10}{'messages':>9}")
-    rows = [("all", overall)] + list(report["by_source"].items()) if len(report["by_source"]) > 1 else [("all", overall)]
+    rows = [("all", overall)]
+    if len(report["by_source"]) > 1:
+        rows += list(report["by_source"].items())
     for label, metrics in rows:
         cells = "".join(_fmt(metrics[c]) for c in columns[:-1]) + _fmt(metrics["precision"], 10)
         click.echo(f"{label[:31]:32}{cells}{metrics['messages']:>9}")
     latency = report["latency_ms"]
     click.echo(f"\nroute latency: median {latency['route_median']:.1f} ms, p95 {latency['route_p95']:.1f} ms; "
-               f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): median {latency['embed_median']:.1f} ms "
+               f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): "
+               f"median {latency['embed_median']:.1f} ms "
                f"(route / embedding = {latency['route_over_embed']:.2f}x)")
 
 
@@ -121,7 +124,10 @@ def calibrate(queries_file, index_dir, backend, model, min_precision, write, as_
     for p in fitted.gap_table()[::2]:
         click.echo(f"{p.gate.floor:>8.2f}{_fmt(p.correct_injection)}{_fmt(p.wrong_injection)}"
                    f"{_fmt(p.false_injection)}{_fmt(p.precision, 10)}")
-    verdict = "" if fitted.meets_target else f" (no setting reaches precision {min_precision:.2f}; this is the most precise)"
-    click.echo(f"\nchosen: similarity >= {chosen.gate.floor:.2f} and relative gap >= {chosen.gate.min_relative_gap:.2f}: "
+    verdict = ("" if fitted.meets_target
+               else f" (no setting reaches precision {min_precision:.2f}; this is the most precise)")
+    click.echo(f"\nchosen: similarity >= {chosen.gate.floor:.2f} "
+               f"and relative gap >= {chosen.gate.min_relative_gap:.2f}: "
                f"precision {_fmt(chosen.precision, 0)}, correct injection {_fmt(chosen.correct_injection, 0)}{verdict}")
-    click.echo(f"saved to {router.index_dir / 'manifest.json'}" if saved is not None else "not saved (use --write to save it)")
+    click.echo(f"saved to {router.index_dir / 'manifest.json'}" if saved is not None
+               else "not saved (use --write to save it)")

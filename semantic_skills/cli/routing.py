@@ -72,7 +72,8 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
             if not isinstance(query, str):
                 raise ValueError('no string "query" field')
         except (ValueError, KeyError) as exc:
-            click.echo(json.dumps({"query": None, "skill": None, "score": 0.0, "reason": f"line {number}: invalid input ({exc})",
+            click.echo(json.dumps({"query": None, "skill": None, "score": 0.0,
+                                   "reason": f"line {number}: invalid input ({exc})",
                                    "candidates": []}))
             continue
         click.echo(_decision_line(query, router.route(query, exclude=exclude)))
@@ -94,11 +95,13 @@ def demo(show_chars):
     messages_file = EXAMPLES_DIR / "messages.txt"
     if not skills_dir.is_dir() or not messages_file.is_file():
         raise click.ClickException(f"the examples are missing from {EXAMPLES_DIR}; run the demo from a source checkout")
-    messages = [m.strip() for m in messages_file.read_text(encoding="utf-8").splitlines() if m.strip() and not m.startswith("#")]
+    lines = messages_file.read_text(encoding="utf-8").splitlines()
+    messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
     embedder = SentenceTransformerEmbedder()
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
         report = build_index([SkillsRoot(skills_dir)], Path(tmp), EmbedderSettings(), embedder=embedder)
-        click.echo(f"Built an index of {report.skills} example skills with {report.embedder} in {report.seconds:.1f} s\n")
+        click.echo(f"Built an index of {report.skills} example skills with {report.embedder} "
+                   f"in {report.seconds:.1f} s\n")
         router = SkillRouter.open(tmp, embedder=embedder)
         for message in messages:
             decision = router.route(message)
@@ -112,5 +115,6 @@ def demo(show_chars):
             body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
             text = inject(message, skill_block(decision.skill.name, decision.score, body))
             if show_chars:
-                preview = text if len(text) <= show_chars else text[:show_chars] + f"... [{len(text) - show_chars} more characters]"
+                more = len(text) - show_chars
+                preview = text if more <= 0 else text[:show_chars] + f"... [{more} more characters]"
                 click.echo("  " + preview.replace("\n", "\n  ") + "\n")

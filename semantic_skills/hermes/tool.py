@@ -75,7 +75,8 @@ def _best(best, max_chars: int) -> dict | None:
     if not isinstance(best, dict) or not isinstance(best.get("body"), str):
         return None
     name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
-    return {"name": name, "content": cap_body(name, body, max_chars, omitted), "truncated": len(body) + omitted > max_chars}
+    return {"name": name, "content": cap_body(name, body, max_chars, omitted),
+            "truncated": len(body) + omitted > max_chars}
 
 
 def current_platform() -> str:

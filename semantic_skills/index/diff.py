@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..skills.discovery import SkillsRoot
-from ..skills.discovery import discover_skills
+from ..skills.discovery import SkillsRoot, discover_skills
 from ..skills.parsing import Skill
 from .manifest import Manifest, SkillRecord
 

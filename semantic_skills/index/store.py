@@ -144,7 +144,8 @@ def build_lock(index_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             raise BuildLocked(
-                f"another build (pid {holder}) is updating {index_dir}; wait for it to finish, then run this build again"
+                f"another build (pid {holder}) is updating {index_dir}; wait for it to finish, "
+                "then run this build again"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)

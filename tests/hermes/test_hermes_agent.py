@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_llm import FakeChatServer
-from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
+
+from fake_llm import FakeChatServer
+from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"

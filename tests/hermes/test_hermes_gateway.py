@@ -77,7 +77,8 @@ def test_acknowledgements_and_unmatched_messages_pass_through(gateway, text):
     assert turn.text == text and turn.context == ""
 
 
-@pytest.mark.parametrize("text", ["/help", "/start", "/etc/hosts lost the db entry, docker compose services can't connect"])
+@pytest.mark.parametrize("text", ["/help", "/start",
+                                  "/etc/hosts lost the db entry, docker compose services can't connect"])
 def test_slash_commands_are_left_to_hermes(gateway, routing_requests, text):
     turn = gateway.send(text, gateway.new_user())
 

@@ -7,7 +7,6 @@ import logging
 import sys
 
 import pytest
-from hermes_testkit import write_settings
 
 from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import prompt_stub, tool
@@ -18,6 +17,8 @@ from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedg
 from semantic_skills.logs import OnceLogger
 from semantic_skills.skills.eligibility import environments_allow
 from semantic_skills.skills.parsing import parse_skill
+
+from hermes_testkit import write_settings
 
 
 class Clock:

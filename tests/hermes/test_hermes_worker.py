@@ -12,11 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
 
 from semantic_skills.hermes import hooks, tool
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.worker.protocol import FAILED, WAITING_FOR_INDEX
+
+from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 

@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from reliability_kit import (KEY_ENV, WORKER_READY_SECONDS, make_home, plugin_loaded, write_forbidden_skills,
-                             write_oversized_skill)
+from reliability_kit import (
+    KEY_ENV,
+    WORKER_READY_SECONDS,
+    make_home,
+    plugin_loaded,
+    write_forbidden_skills,
+    write_oversized_skill,
+)
 from support import FakeEmbeddingServer
 
 

@@ -12,10 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hermes_testkit import Gateway, wait_until
 
-from reliability_kit import KEY_ENV, HashingEmbedder, litellm_settings, make_home
-from support import EXAMPLES, REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.hermes import hooks
@@ -24,6 +21,10 @@ from semantic_skills.index.store import LOCK
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+
+from hermes_testkit import Gateway, wait_until
+from reliability_kit import KEY_ENV, HashingEmbedder, litellm_settings, make_home
+from support import EXAMPLES, REPO, FakeEmbeddingServer, write_skill
 
 READERS = 8
 HERE = Path(__file__).resolve().parent

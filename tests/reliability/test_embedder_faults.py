@@ -15,10 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hermes_testkit import Gateway, wait_until, write_settings
 
-from reliability_kit import KEY_ENV, litellm_settings, make_home
-from support import EXAMPLES, closed_port_url
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
@@ -27,10 +24,14 @@ from semantic_skills.errors import EmbedderError, EmbedderMismatch
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.router import SkillRouter
-from semantic_skills.worker.client import RouterClient
-from semantic_skills.worker.protocol import OK, READY, TIMEOUT, UNAVAILABLE
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.protocol import OK, READY, TIMEOUT, UNAVAILABLE
+
+from hermes_testkit import Gateway, wait_until, write_settings
+from reliability_kit import KEY_ENV, litellm_settings, make_home
+from support import EXAMPLES, closed_port_url
 
 MODEL = "openai/fake-embed"
 DOCKER = "docker compose services keep restarting or cannot reach each other"  # close to the skill for the fake vectors

@@ -21,10 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hermes_testkit import Gateway, wait_until
 
-from reliability_kit import KEY_ENV, litellm_settings, make_home
-from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
@@ -34,9 +31,13 @@ from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX
+
+from hermes_testkit import Gateway, wait_until
+from reliability_kit import KEY_ENV, litellm_settings, make_home
+from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
 
 PDF = "convert this scanned PDF into markdown"
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors

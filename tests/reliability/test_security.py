@@ -17,11 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hermes_testkit import Gateway, subprocess_env
 
-from reliability_kit import (FORBIDDEN, HERMES_NAME_LENGTH, KEY_ENV, OVERSIZED_QUERY, OVERSIZED_SKILL,
-                             WORKER_READY_SECONDS, litellm_settings, make_home, plugin_loaded)
-from support import REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.index.store import load_index
@@ -29,6 +25,20 @@ from semantic_skills.injection import CLOSE_TAG
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, strip_front_matter
+
+from hermes_testkit import Gateway, subprocess_env
+from reliability_kit import (
+    FORBIDDEN,
+    HERMES_NAME_LENGTH,
+    KEY_ENV,
+    OVERSIZED_QUERY,
+    OVERSIZED_SKILL,
+    WORKER_READY_SECONDS,
+    litellm_settings,
+    make_home,
+    plugin_loaded,
+)
+from support import REPO, FakeEmbeddingServer, write_skill
 
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
 BLOCK_OVERHEAD = 1000  # delimiters, the note and the truncation line around a capped body
@@ -324,8 +334,8 @@ def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skil
     with FakeEmbeddingServer() as server:
         build_index([SkillsRoot(skills)], tmp_path / "index", EmbedderSettings(),
                     embedder=LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
-        client = RouterClient(tmp_path / "index", EmbedderSettings.from_mapping(litellm_settings(server.url)["embedder"]),
-                              stall_seconds=60)
+        embedder = EmbedderSettings.from_mapping(litellm_settings(server.url)["embedder"])
+        client = RouterClient(tmp_path / "index", embedder, stall_seconds=60)
         client.start()
         try:
             assert client.wait_ready(WORKER_READY_SECONDS), client.detail
