@@ -113,10 +113,8 @@ def _scoring(row: dict, load: str) -> list[tuple[str, str, str]]:
 
 
 def _embedder_speed(row: dict, load: str) -> list[tuple[str, str, str]]:
-    lines = []
-    lines.append(("query embedding p50 by path/threads (ms)",
-                  ", ".join(f"{k} {v['p50']}" for k, v in row["ms"].items()) + f" ({load})", "report"))
-    return lines
+    return [("query embedding p50 by path/threads (ms)",
+             ", ".join(f"{k} {v['p50']}" for k, v in row["ms"].items()) + f" ({load})", "report")]
 
 
 def _hook_latency(row: dict, load: str) -> list[tuple[str, str, str]]:
@@ -155,43 +153,33 @@ def _hook_latency(row: dict, load: str) -> list[tuple[str, str, str]]:
 
 
 def _full_build(row: dict, load: str) -> list[tuple[str, str, str]]:
-    lines = []
-    lines.append((f"full build of the corpora [{row['embedder']}]",
-                  f"{row['skills']} skills in {row['wall_s']} s: {row['skills_per_s_wall']} skills/s wall, "
-                  f"{row['skills_per_cpu_s']} per CPU-s ({load})", ">= 25 skills/s"))
-    return lines
+    return [(f"full build of the corpora [{row['embedder']}]",
+             f"{row['skills']} skills in {row['wall_s']} s: {row['skills_per_s_wall']} skills/s wall, "
+             f"{row['skills_per_cpu_s']} per CPU-s ({load})", ">= 25 skills/s")]
 
 
 def _noop_rebuild(row: dict, load: str) -> list[tuple[str, str, str]]:
-    lines = []
-    lines.append((f"no-op rebuild, 1,000 skills [{row['embedder']}]",
-                  f"median {row['wall_ms']['p50']} ms, max {row['wall_ms']['max']} ms; heavy modules: "
-                  f"{', '.join(row['heavy_modules_imported']) or 'none'} ({load})", "<= 1.5 s wall"))
-    return lines
+    return [(f"no-op rebuild, 1,000 skills [{row['embedder']}]",
+             f"median {row['wall_ms']['p50']} ms, max {row['wall_ms']['max']} ms; heavy modules: "
+             f"{', '.join(row['heavy_modules_imported']) or 'none'} ({load})", "<= 1.5 s wall")]
 
 
 def _one_change_rebuild(row: dict, load: str) -> list[tuple[str, str, str]]:
-    lines = []
-    lines.append((f"rebuild after one change, 1,000 skills [{row['embedder']}]",
-                  f"median {row['wall_s']['p50']} s, max {row['wall_s']['max']} s ({load})", "<= 10 s wall"))
-    return lines
+    return [(f"rebuild after one change, 1,000 skills [{row['embedder']}]",
+             f"median {row['wall_s']['p50']} s, max {row['wall_s']['max']} s ({load})", "<= 10 s wall")]
 
 
 def _build_startup(row: dict, load: str) -> list[tuple[str, str, str]]:
-    lines = []
-    lines.append(("CLI start", f"python {row['python_only']['median_ms']} ms, import semantic_skills.cli "
-                               f"{row['import_semantic_skills_cli']['median_ms']} ms, --version "
-                               f"{row['version']['median_ms']} ms ({load})", "report"))
-    return lines
+    return [("CLI start", f"python {row['python_only']['median_ms']} ms, import semantic_skills.cli "
+                          f"{row['import_semantic_skills_cli']['median_ms']} ms, --version "
+                          f"{row['version']['median_ms']} ms ({load})", "report")]
 
 
 def _batch_size(row: dict, load: str) -> list[tuple[str, str, str]]:
-    lines = []
-    lines.append((f"build embedding by batch size [{row['embedder']}], {row['threads']} threads",
-                  "docs/s wall " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_s_wall"].items())
-                  + "; per CPU-s " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_cpu_s"].items())
-                  + f" ({load})", "report"))
-    return lines
+    return [(f"build embedding by batch size [{row['embedder']}], {row['threads']} threads",
+             "docs/s wall " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_s_wall"].items())
+             + "; per CPU-s " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_cpu_s"].items())
+             + f" ({load})", "report")]
 
 
 def _embedder_footprint(row: dict, load: str) -> list[tuple[str, str, str]]:

@@ -23,9 +23,9 @@ def test_routing_worker_runs_numpy_torch_and_onnxruntime_on_one_thread(tmp_path,
     client.start()
     try:
         deadline = time.monotonic() + 60
-        while client.state != WAITING_FOR_INDEX and time.monotonic() < deadline:
+        while client.status.state != WAITING_FOR_INDEX and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert client.state == WAITING_FOR_INDEX, client.detail
+        assert client.status.state == WAITING_FOR_INDEX, client.status.detail
         environment = _environment_of(client._process.pid)
     finally:
         client.close()

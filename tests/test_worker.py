@@ -162,19 +162,19 @@ def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(e
     client = RouterClient(examples_index, restart_delays=(60,))
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.detail
+        assert client.wait_ready(READY_SECONDS), client.status.detail
         first = client._process.pid
         client.configure(examples_index, EmbedderSettings())
         assert client.ready and client._process.pid == first
 
         client.configure(examples_index, EmbedderSettings(backend="onnx"))
         deadline = time.monotonic() + READY_SECONDS
-        while client.state != FAILED and time.monotonic() < deadline:
+        while client.status.state != FAILED and time.monotonic() < deadline:
             time.sleep(0.05)
-        mismatch = (client.state, client.detail, client._process.pid if client._process else None)
+        mismatch = (client.status.state, client.status.detail, client._process.pid if client._process else None)
 
         client.configure(examples_index, EmbedderSettings())
-        assert client.wait_ready(READY_SECONDS), client.detail
+        assert client.wait_ready(READY_SECONDS), client.status.detail
         answer = client.route(PDF, (), timeout=30)
     finally:
         client.close()

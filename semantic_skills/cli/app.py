@@ -62,6 +62,11 @@ model_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
+def index_options(command):
+    """``--index-dir``, ``--embedder`` and ``--model``, in that order: what a command needs to open an index."""
+    return index_dir_option(embedder_option(model_option(command)))
+
+
 @click.group(cls=_Group)
 @click.version_option(__version__, prog_name="semantic-skills")
 def main():

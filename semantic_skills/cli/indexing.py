@@ -11,7 +11,7 @@ import click
 from ..errors import NoSkillsFound
 from ..skills.discovery import SkillsRoot
 from . import defaults
-from .app import TerminalBar, embedder_option, index_dir_option, json_option, main, model_option
+from .app import TerminalBar, index_dir_option, index_options, json_option, main
 
 
 def _print_build_report(report, as_json: bool) -> None:
@@ -48,9 +48,7 @@ def _print_build_report(report, as_json: bool) -> None:
 @click.option("--skills-dir", "skills_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Index the SKILL.md files under DIR instead of the Hermes skills folders. "
                    "Repeatable; earlier folders win name clashes.")
-@index_dir_option
-@embedder_option
-@model_option
+@index_options
 @click.option("--full", is_flag=True, help="Re-embed every skill, not only changed ones.")
 @json_option
 def build(skills_dirs, index_dir, backend, model, full, as_json):

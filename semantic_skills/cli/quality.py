@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import defaults
-from .app import TerminalBar, embedder_option, index_dir_option, json_option, main, model_option
+from .app import TerminalBar, index_options, json_option, main
 
 queries_file_option = click.option(
     "--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -38,9 +38,7 @@ def _fmt(value, width: int = 9) -> str:
 
 @main.command("eval")
 @queries_file_option
-@index_dir_option
-@embedder_option
-@model_option
+@index_options
 @json_option
 def evaluate(queries_file, index_dir, backend, model, as_json):
     """Measure routing quality on labelled messages.
@@ -81,9 +79,7 @@ def evaluate(queries_file, index_dir, backend, model, as_json):
 
 @main.command()
 @queries_file_option
-@index_dir_option
-@embedder_option
-@model_option
+@index_options
 @click.option("--min-precision", default=0.80, show_default=True, type=click.FloatRange(0.0, 1.0),
               help="Precision of injections the chosen gate must reach.")
 @click.option("--write", is_flag=True, help="Save the chosen gate in the index manifest (router section).")

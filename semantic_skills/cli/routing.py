@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import defaults
-from .app import embedder_option, index_dir_option, json_option, main, model_option
+from .app import index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
@@ -18,9 +18,7 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 @click.argument("query")
 @click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 100), help="How many skills to list.")
 @click.option("--platform", help="Also leave out the skills skills.platform_disabled turns off on this chat platform.")
-@index_dir_option
-@embedder_option
-@model_option
+@index_options
 @json_option
 def search(query, k, platform, index_dir, backend, model, as_json):
     """List the skills that best match QUERY, best first (skills.disabled left out)."""
@@ -44,9 +42,7 @@ def _decision_line(query, decision) -> str:
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
               help='A JSONL file with one {"query": ...} per line; prints one JSON decision per line, in order.')
 @click.option("--platform", help="Route as the hook would for this chat platform (its skills.platform_disabled).")
-@index_dir_option
-@embedder_option
-@model_option
+@index_options
 @json_option
 def route(message, queries, platform, index_dir, backend, model, as_json):
     """Decide which skill, if any, would be injected for MESSAGE (skills.disabled left out)."""

@@ -56,7 +56,7 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
     settings = rt.settings()  # a changed index folder or embedder restarts the worker here
     if not rt.client.ready:
         rt.client.start()
-        if rt.client.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
+        if rt.client.status.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
             rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
                                       "through and get their skill just before the model call")
             turn.outcome = DEFERRED
@@ -149,7 +149,7 @@ def _context(rt: PluginRuntime, answer: dict | None, session: str, max_chars: in
 def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
     """The answer when it names a skill to inject; a failed request is logged (each distinct error once)."""
     if not reply.ok:
-        if reply.error != rt.client.detail:  # the worker's own state is logged by the client
+        if reply.error != rt.client.status.detail:  # the worker's own state is logged by the client
             rt.log_once(logging.WARNING, f"routing failed ({reply.status}): {reply.error}")
         return None
     skill, body = reply.data.get("skill"), reply.data.get("body")

@@ -76,7 +76,7 @@ class PluginRuntime:
         """How long the gateway loop may wait for a routing answer, in seconds."""
         ms = self.settings().route_timeout_ms
         if not ms:
-            ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
+            ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.status.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
         return ms / 1000.0
 
     def context_block_limit(self) -> int | None:

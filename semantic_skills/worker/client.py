@@ -214,22 +214,6 @@ class RouterClient:
     # ------------------------------------------------------------------ requests
 
     @property
-    def state(self) -> str:
-        return self.status.state
-
-    @property
-    def detail(self) -> str:
-        return self.status.detail
-
-    @property
-    def backend(self) -> str:
-        return self.status.backend
-
-    @property
-    def skills(self) -> int:
-        return self.status.skills
-
-    @property
     def ready(self) -> bool:
         return self.status.ready
 
@@ -242,8 +226,8 @@ class RouterClient:
         with self._lock:
             if not self.status.ready or self._process is None:
                 future: Future = Future()
-                future.set_result(Reply(protocol.status_for_state(self.state),
-                                        error=self.detail or "the routing worker is starting"))
+                future.set_result(Reply(protocol.status_for_state(self.status.state),
+                                        error=self.status.detail or "the routing worker is starting"))
                 return future
             request_id, future = self._pending.add()
         if isinstance(payload.get("text"), str):

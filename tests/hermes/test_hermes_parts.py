@@ -243,7 +243,7 @@ def test_search_skills_answers_bad_arguments_with_a_json_error(runtime, args):
 
 def test_search_skills_caps_the_limit(runtime):
     answer = json.loads(tool.search_skills(runtime, {"query": "docker compose keeps restarting", "limit": 50}))
-    assert len(answer["results"]) == min(10, runtime.client.skills)
+    assert len(answer["results"]) == min(10, runtime.client.status.skills)
     assert answer["best"]["name"] == "docker-compose-debug"
 
 

@@ -48,14 +48,14 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
     try:
         with caplog.at_level(logging.INFO, logger="semantic_skills"):
             rt.start()
-            assert wait_until(lambda: rt.client.state == WAITING_FOR_INDEX, timeout=60)
+            assert wait_until(lambda: rt.client.status.state == WAITING_FOR_INDEX, timeout=60)
             assert [one_message(n) for n in range(3)] == [(None, None)] * 3
             warnings_after_three = semantic_warnings(caplog)
             assert [one_message(n) for n in range(3, 10)] == [(None, None)] * 7
             found = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
 
             build_index(home, "--skills-dir", str(EXAMPLE_SKILLS), "--index-dir", str(index_dir))
-            assert rt.client.wait_ready(240), rt.client.detail
+            assert rt.client.wait_ready(240), rt.client.status.detail
             later = hooks.pre_llm_call(rt, session_id="cli-after-build", user_message=DOCKER, platform="cli",
                                        sender_id="")
     finally:
@@ -95,7 +95,7 @@ def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
     os.kill(workers.pop(), signal.SIGKILL)
 
     assert wait_until(lambda: not runtime.client.ready, timeout=30)
-    assert runtime.client.wait_ready(240), runtime.client.detail
+    assert runtime.client.wait_ready(240), runtime.client.status.detail
     answer = runtime.client.route(DOCKER, (), timeout=30)
     assert answer.ok and answer.data["skill"] == "docker-compose-debug"
 
@@ -105,7 +105,7 @@ HOST = textwrap.dedent("""
     from semantic_skills.worker.client import RouterClient
     client = RouterClient(sys.argv[1])
     client.start()
-    while client.state != "waiting_for_index":
+    while client.status.state != "waiting_for_index":
         time.sleep(0.05)
     print("ready", flush=True)
     time.sleep(600)
@@ -155,12 +155,12 @@ def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_r
 
     try:
         rt.start()
-        assert rt.client.wait_ready(240), rt.client.detail
+        assert rt.client.wait_ready(240), rt.client.status.detail
         first_worker = rt.client._process.pid
         write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240, embedder="onnx")
         refused = route(1)
-        assert wait_until(lambda: rt.client.state == FAILED, timeout=240), rt.client.detail
-        refusal, onnx_worker = rt.client.detail, rt.client._process.pid
+        assert wait_until(lambda: rt.client.status.state == FAILED, timeout=240), rt.client.status.detail
+        refusal, onnx_worker = rt.client.status.detail, rt.client._process.pid
         write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
         routed, last_worker = route(2), rt.client._process.pid
     finally:

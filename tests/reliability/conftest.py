@@ -49,7 +49,7 @@ def plugin(tmp_path_factory, bundled_embedder):
     write_oversized_skill(home / "skills")
     build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=bundled_embedder)
     with plugin_loaded(home) as runtime:
-        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield LoadedPlugin(home, runtime)
 
 

@@ -156,7 +156,7 @@ def remote_setup(tmp_path, monkeypatch):
         rt = PluginRuntime(home)
         rt.start()
         try:
-            assert rt.client.wait_ready(120), rt.client.detail
+            assert rt.client.wait_ready(120), rt.client.status.detail
             yield rt, server, alpha, beta, index_dir, embedder
         finally:
             rt.close()

@@ -184,7 +184,7 @@ def start_remote_runtime(embedding_server, litellm_index, tmp_path, monkeypatch)
         monkeypatch.setenv("HERMES_HOME", str(home))
         started.append(PluginRuntime(home))
         started[-1].start()
-        assert started[-1].client.wait_ready(READY_SECONDS), started[-1].client.detail
+        assert started[-1].client.wait_ready(READY_SECONDS), started[-1].client.status.detail
         return started[-1]
 
     yield start
@@ -291,14 +291,14 @@ def test_a_worker_that_never_answers_is_restarted(litellm_index, embedding_serve
     client = RouterClient(litellm_index, embedder, restart_delays=(0.2,), stall_seconds=2.0)
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.detail
+        assert client.wait_ready(READY_SECONDS), client.status.detail
         hung = client._process.pid
         os.kill(hung, signal.SIGSTOP)
         stuck = client.route_async(DOCKER, ())
 
         assert stuck.result(timeout=30).status == UNAVAILABLE  # the stuck request fails instead of hanging
         assert wait_until(lambda: client._process is not None and client._process.pid != hung, timeout=30)
-        assert client.wait_ready(READY_SECONDS), client.detail
+        assert client.wait_ready(READY_SECONDS), client.status.detail
         answer = client.route(DOCKER, (), timeout=30)
         assert answer.status == OK and answer.data["skill"] == "docker-compose-debug"
     finally:
@@ -313,8 +313,8 @@ def test_a_request_to_a_worker_that_never_answers_times_out_within_its_budget(li
     client = RouterClient(litellm_index, restart_delays=(60,))
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.detail
-        assert client.state == READY
+        assert client.wait_ready(READY_SECONDS), client.status.detail
+        assert client.status.state == READY
         os.kill(client._process.pid, signal.SIGSTOP)
         reply, seconds = timed(lambda: client.route(DOCKER, (), timeout=0.2))
         assert reply.status == TIMEOUT and seconds < 0.2 + 1.5
@@ -343,7 +343,7 @@ def test_model_files_gone_after_the_build_let_every_message_through_with_one_log
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
         rt.start()
         try:
-            assert wait_until(lambda: rt.client.state == FAILED, timeout=READY_SECONDS), rt.client.state
+            assert wait_until(lambda: rt.client.status.state == FAILED, timeout=READY_SECONDS), rt.client.status.state
             outcomes = [timed(lambda n=n: gateway_message(rt, gateway, f"{DOCKER} ({n})")) for n in range(20)]
             contexts = [hooks.pre_llm_call(rt, session_id=f"cli-{n}", user_message=DOCKER, platform="cli",
                                            sender_id="") for n in range(5)]

@@ -256,7 +256,8 @@ def test_the_hook_over_a_faulty_index_lets_every_message_through_and_logs_once(r
     with caplog.at_level(logging.DEBUG):
         rt.start()
         try:
-            assert wait_until(lambda: rt.client.state in (FAILED, WAITING_FOR_INDEX), timeout=120), rt.client.state
+            status = rt.client.status
+            assert wait_until(lambda: status.state in (FAILED, WAITING_FOR_INDEX), timeout=120), status.state
             outcomes = messages_through_the_hooks(rt, gateway, 40)
         finally:
             rt.close()
@@ -276,7 +277,7 @@ def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_i
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
         rt.start()
         try:
-            assert rt.client.wait_ready(120), rt.client.detail
+            assert rt.client.wait_ready(120), rt.client.status.detail
             staging = tmp_path / "staging"
             shutil.copytree(index_dir, staging)
             flip_exponents(staging)
@@ -288,7 +289,7 @@ def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_i
             assert wait_until(lambda: any("kept the previous index" in r.getMessage() for r in caplog.records), 30)
             outcomes = messages_through_the_hooks(rt, gateway, 20)
             wait_until(lambda: False, timeout=2.5)  # a few more reload checks
-            state = rt.client.state
+            state = rt.client.status.state
         finally:
             rt.close()
 

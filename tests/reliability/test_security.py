@@ -134,7 +134,7 @@ def remote_plugin(plugin, tmp_path, monkeypatch):
         embedder = LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV)
         build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=embedder)
         with plugin_loaded(home) as runtime:
-            assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+            assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
             server.requests.clear()
             yield server
 
@@ -258,7 +258,7 @@ GATEWAY_SCRIPT = textwrap.dedent("""
     from pathlib import Path
 
     get_plugin_manager().discover_and_load(force=True)
-    assert current_runtime().client.wait_ready(240), current_runtime().client.detail
+    assert current_runtime().client.wait_ready(240), current_runtime().client.status.detail
     gateway = Gateway(Path({sessions!r}))
     turn = gateway.send({message!r}, gateway.new_user())
     from tools.registry import registry
@@ -338,7 +338,7 @@ def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skil
         client = RouterClient(tmp_path / "index", embedder, stall_seconds=60)
         client.start()
         try:
-            assert client.wait_ready(WORKER_READY_SECONDS), client.detail
+            assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
             assert client.route(REMOTE_DOCKER, (), timeout=30).data["skill"] == "docker-compose-debug"
             answers = []
             for replace in (lambda: docker.symlink_to(canary), lambda: os.mkfifo(docker)):
