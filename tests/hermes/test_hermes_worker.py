@@ -55,6 +55,8 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
             found = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
 
             build_index(home, "--skills-dir", str(EXAMPLE_SKILLS), "--index-dir", str(index_dir))
+            # the worker looks for the index once a second: until it sees it, wait_ready returns at once
+            assert wait_until(lambda: rt.client.status.state != WAITING_FOR_INDEX, timeout=30)
             assert rt.client.wait_ready(240), rt.client.status.detail
             later = hooks.pre_llm_call(rt, session_id="cli-after-build", user_message=DOCKER, platform="cli",
                                        sender_id="")
