@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -28,7 +27,7 @@ def replacing(path: Path) -> Iterator[Path]:
     (``.NAME.<random>.tmp``) is flushed to disk, renamed over ``path``, and the
     folder flushed too. On an error the temp file goes and ``path`` stays as it was.
     """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     try:
         yield tmp
         with open(tmp, "rb") as fh:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import html
 
+from .limits import DEFAULT_MAX_SKILL_CHARS
 from .skills.parsing import strip_front_matter
 
 OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"
-DEFAULT_MAX_SKILL_CHARS = 16000
 
 
 def skill_body(skill_markdown: str) -> str:

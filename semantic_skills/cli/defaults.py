@@ -1,33 +1,45 @@
-"""The command line's defaults, read from the Hermes configuration: settings, index folder, skills roots."""
+"""The command line's defaults, read from the Hermes configuration: settings, index folder, skills roots.
+
+``semantic_skills.hermes.config`` is imported on first use, so ``--help`` and
+``--version`` stay quick.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..hermes import config as hermes_config
 from ..settings import EmbedderSettings
-from ..skills.discovery import SkillsRoot
+
+if TYPE_CHECKING:
+    from ..hermes.config import PluginSettings
+    from ..skills.discovery import SkillsRoot
 
 
-def settings() -> hermes_config.PluginSettings:
+def settings() -> PluginSettings:
     """The plugin's settings in ``$HERMES_HOME/config.yaml`` (all of them are checked)."""
+    hermes_config = _hermes_config()
     return hermes_config.plugin_settings(_config())
 
 
 def index_dir(chosen: Path | None) -> Path:
     """``--index-dir``, else the configured or default index folder."""
-    return Path(chosen) if chosen else hermes_config.index_dir(settings(), hermes_config.hermes_home())
+    if chosen:
+        return Path(chosen)
+    hermes_config = _hermes_config()
+    return hermes_config.index_dir(settings(), hermes_config.hermes_home())
 
 
 def skills_roots() -> list[SkillsRoot]:
     """The Hermes skills folder and every ``skills.external_dirs`` folder."""
+    hermes_config = _hermes_config()
     return hermes_config.skills_roots(_config(), hermes_config.hermes_home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:
     """``skills.disabled``, plus ``skills.platform_disabled.<platform>`` when a platform is given."""
-    return hermes_config.disabled_skill_names(_config(), platform)
+    return _hermes_config().disabled_skill_names(_config(), platform)
 
 
 def embedder_settings(backend: str | None, model: str | None) -> EmbedderSettings:
@@ -49,4 +61,11 @@ def open_router(index_dir_option: Path | None, backend: str | None, model: str |
 
 
 def _config() -> dict:
+    hermes_config = _hermes_config()
     return hermes_config.load_config(hermes_config.hermes_home())
+
+
+def _hermes_config():
+    from ..hermes import config
+
+    return config

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from ..errors import NoSkillsFound
-from ..skills.discovery import SkillsRoot
 from . import defaults
 from .app import TerminalBar, index_dir_option, index_options, json_option, main
 
@@ -58,6 +57,7 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
     With --json the last line is a JSON object with the counts.
     """
     from ..builder import build_index
+    from ..skills.discovery import SkillsRoot
 
     roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else defaults.skills_roots()
     progress = TerminalBar if (sys.stderr.isatty() and not as_json) else None

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import ConfigError
 from ..files import file_stamp
-from ..injection import DEFAULT_MAX_SKILL_CHARS
+from ..limits import DEFAULT_MAX_SKILL_CHARS
 from ..settings import Settings
 from ..skills.discovery import SkillsRoot
 
