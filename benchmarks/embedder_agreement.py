@@ -54,8 +54,9 @@ def main() -> None:
         os.environ.setdefault(name, "1")  # as in the routing worker; a busy machine makes more threads slower
     import numpy as np
 
-    from semantic_skills.embedders import OnnxEmbedder, SentenceTransformerEmbedder
-    from semantic_skills.index import load_index
+    from semantic_skills.embedders.onnx import OnnxEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from semantic_skills.index.store import load_index
     from semantic_skills.router import SkillRouter
 
     embedders = {"sentence-transformers": SentenceTransformerEmbedder(), "onnx": OnnxEmbedder()}

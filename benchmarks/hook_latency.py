@@ -229,9 +229,9 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     import yaml
 
     sys.path[:0] = [str(common.REPO / "tests"), str(common.REPO / "tests" / "hermes")]
-    from hermes_testkit import Gateway
-
     from hermes_cli.plugins import get_plugin_manager, invoke_hook
+
+    from hermes_testkit import Gateway
 
     queries = common.distinct_queries(args.dev)
     gateway = Gateway(Path(tempfile.mkdtemp(prefix="hook-bench-sessions-")))
@@ -337,7 +337,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
             start = time.perf_counter()
             runtime.client.submit("ping").result(5)
             middle = time.perf_counter()
-            runtime.client.route(text, (), 16000, timeout=5)
+            runtime.client.route(text, (), timeout=5)
             ping_ms.append((middle - start) * 1000)
             route_ms.append((time.perf_counter() - middle) * 1000)
         return ping_ms, route_ms
@@ -409,7 +409,8 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
             "plugin_import_ms": round(import_ms, 1),
             "register_ms": round(register_ms[0], 1) if register_ms else None,
             "plugin_discovery_ms": round(discovery_ms, 1),
-            "loop_lag_max_ms_after_discovery": lag_summary(samples, discovered_at, startup_end, plugin_time)["loop_lag_max_ms"],
+            "loop_lag_max_ms_after_discovery":
+                lag_summary(samples, discovered_at, startup_end, plugin_time)["loop_lag_max_ms"],
             "ready_s": round((ready_event or ready_at) - startup_start, 2),
             **hook_summary(calls_in(recorder, startup_start, ready_at)),
             "agent_turns": len(startup_agent),

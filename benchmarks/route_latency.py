@@ -88,10 +88,10 @@ def main() -> None:
             os.environ[name] = str(args.threads)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from sentence_transformers import SentenceTransformer
     import torch
+    from sentence_transformers import SentenceTransformer
 
-    from semantic_skills.embedders import SentenceTransformerEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
     from semantic_skills.router import SkillRouter
 
     embedder = SentenceTransformerEmbedder()

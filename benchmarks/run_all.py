@@ -80,97 +80,145 @@ def summary(rows: list[dict]) -> list[tuple[str, str, str]]:
     """(measure, value, target) lines for the table."""
     lines = []
     for row in rows:
-        kind = row["benchmark"]
-        load = f"load {row.get('load_before', ['?'])[0]}"
-        if kind == "route_latency":
-            threads = row["torch_threads"]
-            lines.append((f"route() p50 / p99, {row['index']} ({row['skills']} skills), {threads} thread(s)",
-                          f"{row['route_ms']['p50']} / {row['route_ms']['p99']} ms vs encode "
-                          f"{row['encode_ms']['p50']} / {row['encode_ms']['p99']} ms; ratio p50 {row['ratio_p50']}, "
-                          f"paired {row['paired_ratio_median']}; cache hit {row['cached_route_ms']['p50']} ms ({load})",
-                          "<= 1.3x encode; <= 10 ms at 10,000"))
-            if row["skills"] >= 10000:
-                lines.append(("index size on disk, 10,000 skills",
-                              f"{row['index_bytes']['total'] / 1e6:.1f} MB (vectors "
-                              f"{row['index_bytes']['vectors'] / 1e6:.1f} MB)", "report"))
-        elif kind == "scoring":
-            methods = {k[:-3]: v["p50"] for k, v in row.items() if k.endswith("_ms") and isinstance(v, dict)
-                       and k.startswith(("numpy", "faiss"))}
-            best = min(methods, key=methods.get)
-            lines.append((f"score all skills, {row['skills']} skills (p50 ms)",
-                          ", ".join(f"{k} {v}" for k, v in methods.items()) + f"; fastest {best} ({load})",
-                          "one thread; keep the faster"))
-        elif kind == "embedder_speed":
-            lines.append(("query embedding p50 by path/threads (ms)",
-                          ", ".join(f"{k} {v['p50']}" for k, v in row["ms"].items()) + f" ({load})", "report"))
-        elif kind == "hook_latency":
-            tag = f"[{row['embedder']}]"
-            steady, swap, startup = row["steady"], row["swap"], row["startup"]
-            lines.append((f"hook p50 / p99 / max {tag}",
-                          f"steady {steady['hook_ms']['p50']} / {steady['hook_ms']['p99']} / {steady['hook_ms']['max']} ms "
-                          f"(late {steady['late']}/{steady['messages']}); swap {swap['hook_ms']['p99']} / "
-                          f"{swap['hook_ms']['max']} ms ({load})", "p99 <= 25 ms"))
-            plugin_block = max(steady["hook_ms"]["max"], swap["hook_ms"]["max"],
-                               startup["plugin_import_ms"] + (startup["register_ms"] or 0))
-            lines.append((f"longest loop block by the plugin {tag}",
-                          f"{plugin_block} ms (hook max steady {steady['hook_ms']['max']}, swap "
-                          f"{swap['hook_ms']['max']}; import + register() {startup['plugin_import_ms']} + "
-                          f"{startup['register_ms']} ms) ({load})", "never > 50 ms"))
-            lines.append((f"longest loop stall, anything {tag}",
-                          f"start-up {startup['loop_lag_max_ms_after_discovery']} ms after discovery, steady "
-                          f"{steady['loop_lag_max_ms']} (plugin share {steady['plugin_share_of_longest_lag']}), swap "
-                          f"{swap['loop_lag_max_ms']} (plugin share {swap['plugin_share_of_longest_lag']}); Hermes "
-                          f"alone {row['hermes_only']['loop_lag_max_ms']}, idle {row['idle']['loop_lag_max_ms']} ms "
-                          f"({load})", "report: Hermes' own writes dominate"))
-            lines.append((f"cold start {tag}",
-                          f"plugin import {startup['plugin_import_ms']} ms + register() {startup['register_ms']} ms "
-                          f"(Hermes' whole plugin discovery {startup['plugin_discovery_ms']} ms) on the loop; ready after "
-                          f"{startup['ready_s']} s; first messages: hook p99 {startup['hook_ms'].get('p99')} ms, "
-                          f"{startup['agent_got_skill']}/{startup['agent_turns']} got a skill at the agent", "report"))
-            lines.append((f"config.yaml re-read by the next hook call {tag}",
-                          f"p50 {row['config_reread_ms']['p50']} ms, max {row['config_reread_ms']['max']} ms "
-                          f"(Hermes' default config) ({load})", "under 50 ms"))
-            rss = row["rss_mb"]
-            lines.append((f"RSS {tag}", f"worker {rss['worker_after_warmup']} MB; Hermes process "
-                                        f"{rss['hermes_process_before_plugin']} -> {rss['hermes_process_end']} MB",
-                          "as low as the embedder allows"))
-        elif kind == "full_build":
-            lines.append((f"full build of the corpora [{row['embedder']}]",
-                          f"{row['skills']} skills in {row['wall_s']} s: {row['skills_per_s_wall']} skills/s wall, "
-                          f"{row['skills_per_cpu_s']} per CPU-s ({load})", ">= 25 skills/s"))
-        elif kind == "noop_rebuild":
-            lines.append((f"no-op rebuild, 1,000 skills [{row['embedder']}]",
-                          f"median {row['wall_ms']['p50']} ms, max {row['wall_ms']['max']} ms; heavy modules: "
-                          f"{', '.join(row['heavy_modules_imported']) or 'none'} ({load})", "<= 1.5 s wall"))
-        elif kind == "one_change_rebuild":
-            lines.append((f"rebuild after one change, 1,000 skills [{row['embedder']}]",
-                          f"median {row['wall_s']['p50']} s, max {row['wall_s']['max']} s ({load})", "<= 10 s wall"))
-        elif kind == "build_startup":
-            lines.append(("CLI start", f"python {row['python_only']['median_ms']} ms, import semantic_skills.cli "
-                                       f"{row['import_semantic_skills_cli']['median_ms']} ms, --version "
-                                       f"{row['version']['median_ms']} ms ({load})", "report"))
-        elif kind == "batch_size":
-            lines.append((f"build embedding by batch size [{row['embedder']}], {row['threads']} threads",
-                          "docs/s wall " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_s_wall"].items())
-                          + "; per CPU-s " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_cpu_s"].items())
-                          + f" ({load})", "report"))
-        elif kind == "embedder_footprint":
-            for backend in ("sentence-transformers", "onnx"):
-                if backend in row:
-                    b = row[backend]
-                    lines.append((f"embedder {backend}, one thread",
-                                  f"first vector {b['first_vector_s']} s after process start, query p50 "
-                                  f"{b['query_p50_ms']} ms, RSS {b['rss_mb']} MB (peak {b['peak_rss_mb']}) ({load})",
-                                  "report"))
-        elif kind == "embedder_agreement":
-            a = row["agreement"]
-            acc = row["accuracy"]
-            lines.append((f"onnx vs sentence-transformers, {row['dev_set']} ({row['queries']} queries)",
-                          f"top-1 same {a['top1_same']}, decision same {a['decision_same']}, top-5 overlap "
-                          f"{a['top5_overlap']}, query cosine {a['query_cosine_mean']} (min {a['query_cosine_min']}); "
-                          f"top-1 {acc['sentence-transformers']['top1']} vs {acc['onnx']['top1']}, decision "
-                          f"{acc['sentence-transformers']['decision']} vs {acc['onnx']['decision']}", "same rankings"))
+        describe = SUMMARIES.get(row["benchmark"])
+        if describe is not None:
+            lines += describe(row, f"load {row.get('load_before', ['?'])[0]}")
     return lines
+
+
+def _route_latency(row: dict, load: str) -> list[tuple[str, str, str]]:
+    lines = []
+    threads = row["torch_threads"]
+    lines.append((f"route() p50 / p99, {row['index']} ({row['skills']} skills), {threads} thread(s)",
+                  f"{row['route_ms']['p50']} / {row['route_ms']['p99']} ms vs encode "
+                  f"{row['encode_ms']['p50']} / {row['encode_ms']['p99']} ms; ratio p50 {row['ratio_p50']}, "
+                  f"paired {row['paired_ratio_median']}; cache hit {row['cached_route_ms']['p50']} ms ({load})",
+                  "<= 1.3x encode; <= 10 ms at 10,000"))
+    if row["skills"] >= 10000:
+        lines.append(("index size on disk, 10,000 skills",
+                      f"{row['index_bytes']['total'] / 1e6:.1f} MB (vectors "
+                      f"{row['index_bytes']['vectors'] / 1e6:.1f} MB)", "report"))
+    return lines
+
+
+def _scoring(row: dict, load: str) -> list[tuple[str, str, str]]:
+    lines = []
+    methods = {k[:-3]: v["p50"] for k, v in row.items() if k.endswith("_ms") and isinstance(v, dict)
+               and k.startswith(("numpy", "faiss"))}
+    best = min(methods, key=methods.get)
+    lines.append((f"score all skills, {row['skills']} skills (p50 ms)",
+                  ", ".join(f"{k} {v}" for k, v in methods.items()) + f"; fastest {best} ({load})",
+                  "one thread; keep the faster"))
+    return lines
+
+
+def _embedder_speed(row: dict, load: str) -> list[tuple[str, str, str]]:
+    return [("query embedding p50 by path/threads (ms)",
+             ", ".join(f"{k} {v['p50']}" for k, v in row["ms"].items()) + f" ({load})", "report")]
+
+
+def _hook_latency(row: dict, load: str) -> list[tuple[str, str, str]]:
+    lines = []
+    tag = f"[{row['embedder']}]"
+    steady, swap, startup = row["steady"], row["swap"], row["startup"]
+    lines.append((f"hook p50 / p99 / max {tag}",
+                  f"steady {steady['hook_ms']['p50']} / {steady['hook_ms']['p99']} / {steady['hook_ms']['max']} ms "
+                  f"(late {steady['late']}/{steady['messages']}); swap {swap['hook_ms']['p99']} / "
+                  f"{swap['hook_ms']['max']} ms ({load})", "p99 <= 25 ms"))
+    plugin_block = max(steady["hook_ms"]["max"], swap["hook_ms"]["max"],
+                       startup["plugin_import_ms"] + (startup["register_ms"] or 0))
+    lines.append((f"longest loop block by the plugin {tag}",
+                  f"{plugin_block} ms (hook max steady {steady['hook_ms']['max']}, swap "
+                  f"{swap['hook_ms']['max']}; import + register() {startup['plugin_import_ms']} + "
+                  f"{startup['register_ms']} ms) ({load})", "never > 50 ms"))
+    lines.append((f"longest loop stall, anything {tag}",
+                  f"start-up {startup['loop_lag_max_ms_after_discovery']} ms after discovery, steady "
+                  f"{steady['loop_lag_max_ms']} (plugin share {steady['plugin_share_of_longest_lag']}), swap "
+                  f"{swap['loop_lag_max_ms']} (plugin share {swap['plugin_share_of_longest_lag']}); Hermes "
+                  f"alone {row['hermes_only']['loop_lag_max_ms']}, idle {row['idle']['loop_lag_max_ms']} ms "
+                  f"({load})", "report: Hermes' own writes dominate"))
+    lines.append((f"cold start {tag}",
+                  f"plugin import {startup['plugin_import_ms']} ms + register() {startup['register_ms']} ms "
+                  f"(Hermes' whole plugin discovery {startup['plugin_discovery_ms']} ms) on the loop; ready after "
+                  f"{startup['ready_s']} s; first messages: hook p99 {startup['hook_ms'].get('p99')} ms, "
+                  f"{startup['agent_got_skill']}/{startup['agent_turns']} got a skill at the agent", "report"))
+    lines.append((f"config.yaml re-read by the next hook call {tag}",
+                  f"p50 {row['config_reread_ms']['p50']} ms, max {row['config_reread_ms']['max']} ms "
+                  f"(Hermes' default config) ({load})", "under 50 ms"))
+    rss = row["rss_mb"]
+    lines.append((f"RSS {tag}", f"worker {rss['worker_after_warmup']} MB; Hermes process "
+                                f"{rss['hermes_process_before_plugin']} -> {rss['hermes_process_end']} MB",
+                  "as low as the embedder allows"))
+    return lines
+
+
+def _full_build(row: dict, load: str) -> list[tuple[str, str, str]]:
+    return [(f"full build of the corpora [{row['embedder']}]",
+             f"{row['skills']} skills in {row['wall_s']} s: {row['skills_per_s_wall']} skills/s wall, "
+             f"{row['skills_per_cpu_s']} per CPU-s ({load})", ">= 25 skills/s")]
+
+
+def _noop_rebuild(row: dict, load: str) -> list[tuple[str, str, str]]:
+    return [(f"no-op rebuild, 1,000 skills [{row['embedder']}]",
+             f"median {row['wall_ms']['p50']} ms, max {row['wall_ms']['max']} ms; heavy modules: "
+             f"{', '.join(row['heavy_modules_imported']) or 'none'} ({load})", "<= 1.5 s wall")]
+
+
+def _one_change_rebuild(row: dict, load: str) -> list[tuple[str, str, str]]:
+    return [(f"rebuild after one change, 1,000 skills [{row['embedder']}]",
+             f"median {row['wall_s']['p50']} s, max {row['wall_s']['max']} s ({load})", "<= 10 s wall")]
+
+
+def _build_startup(row: dict, load: str) -> list[tuple[str, str, str]]:
+    return [("CLI start", f"python {row['python_only']['median_ms']} ms, import semantic_skills.cli "
+                          f"{row['import_semantic_skills_cli']['median_ms']} ms, --version "
+                          f"{row['version']['median_ms']} ms ({load})", "report")]
+
+
+def _batch_size(row: dict, load: str) -> list[tuple[str, str, str]]:
+    return [(f"build embedding by batch size [{row['embedder']}], {row['threads']} threads",
+             "docs/s wall " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_s_wall"].items())
+             + "; per CPU-s " + ", ".join(f"{k}: {v}" for k, v in row["texts_per_cpu_s"].items())
+             + f" ({load})", "report")]
+
+
+def _embedder_footprint(row: dict, load: str) -> list[tuple[str, str, str]]:
+    lines = []
+    for backend in ("sentence-transformers", "onnx"):
+        if backend in row:
+            b = row[backend]
+            lines.append((f"embedder {backend}, one thread",
+                          f"first vector {b['first_vector_s']} s after process start, query p50 "
+                          f"{b['query_p50_ms']} ms, RSS {b['rss_mb']} MB (peak {b['peak_rss_mb']}) ({load})",
+                          "report"))
+    return lines
+
+
+def _embedder_agreement(row: dict, load: str) -> list[tuple[str, str, str]]:
+    lines = []
+    a = row["agreement"]
+    acc = row["accuracy"]
+    lines.append((f"onnx vs sentence-transformers, {row['dev_set']} ({row['queries']} queries)",
+                  f"top-1 same {a['top1_same']}, decision same {a['decision_same']}, top-5 overlap "
+                  f"{a['top5_overlap']}, query cosine {a['query_cosine_mean']} (min {a['query_cosine_min']}); "
+                  f"top-1 {acc['sentence-transformers']['top1']} vs {acc['onnx']['top1']}, decision "
+                  f"{acc['sentence-transformers']['decision']} vs {acc['onnx']['decision']}", "same rankings"))
+    return lines
+
+
+SUMMARIES = {  # benchmark name -> its table lines
+    "route_latency": _route_latency,
+    "scoring": _scoring,
+    "embedder_speed": _embedder_speed,
+    "hook_latency": _hook_latency,
+    "full_build": _full_build,
+    "noop_rebuild": _noop_rebuild,
+    "one_change_rebuild": _one_change_rebuild,
+    "build_startup": _build_startup,
+    "batch_size": _batch_size,
+    "embedder_footprint": _embedder_footprint,
+    "embedder_agreement": _embedder_agreement,
+}
 
 
 def main() -> None:

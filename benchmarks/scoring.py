@@ -47,7 +47,7 @@ def vectors_for(size: int, work_dir):
     import numpy as np
 
     from semantic_skills.errors import SemanticSkillsError
-    from semantic_skills.index import load_index
+    from semantic_skills.index.store import load_index
 
     try:
         manifest, vectors = load_index(work_dir / f"index-{size}")
@@ -93,7 +93,7 @@ def main() -> None:
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from semantic_skills.skills import platforms_allow
+    from semantic_skills.skills.eligibility import platforms_allow
 
     default_omp = faiss.omp_get_max_threads()
     rng = np.random.default_rng(0)

@@ -2,32 +2,33 @@
 
 Only skills whose file hash changed are re-embedded; when nothing changed no
 model is loaded and nothing is written. A change of embedder or of the
-document recipe rebuilds in full. One build at a time per index folder.
+recipe rebuilds in full. One build at a time per index folder.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import documents
-from .embedders import Embedder, EmbedderIdentity, configured_identity, create_embedder
-from .errors import BuildLocked, IndexCorrupt, IndexMissing, NoSkillsFound
-from .index import LOCK, Manifest, SkillRecord, load_index, remove_stale_files, write_index
-from .settings import EmbedderSettings, SkillsRoot
-from .skills import Duplicate, Skill, SkippedFile, discover_skills
+from . import recipe
+from .embedders.base import Embedder, EmbedderIdentity
+from .embedders.factory import configured_identity, create_embedder
+from .errors import IndexCorrupt, IndexMissing, NoSkillsFound
+from .index.diff import IndexDiff, parsed_records
+from .index.manifest import Manifest, SkillRecord
+from .index.store import build_lock, load_index, remove_stale_files, write_index
+from .settings import EmbedderSettings
+from .skills.discovery import Duplicate, SkillsRoot, SkippedFile, discover_skills
+from .skills.parsing import Skill
 
-ProgressFactory = Callable[[int], "Progress"]
+ProgressFactory = Callable[[int], "ProgressBar"]
 
 
-class Progress:
+class ProgressBar:
     """Receives progress from a build; the CLI draws a bar with it."""
 
     def advance(self, count: int) -> None:  # pragma: no cover - trivial default
@@ -68,41 +69,6 @@ class BuildReport:
         }
 
 
-@contextmanager
-def build_lock(index_dir: Path) -> Iterator[None]:
-    """Hold the index folder's build lock, or raise :class:`BuildLocked` at once."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    path = index_dir / LOCK
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise BuildLocked(
-                f"another build (pid {holder}) is updating {index_dir}; wait for it to finish, then run this build again"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _previous_index(index_dir: Path, report: BuildReport) -> tuple[Manifest | None, np.ndarray | None]:
-    try:
-        return load_index(index_dir)
-    except IndexMissing:
-        return None, None
-    except IndexCorrupt as exc:
-        report.warnings.append((str(index_dir), f"previous index unreadable, rebuilding in full: {exc}"))
-        return None, None
-
-
 def build_index(
     roots: Sequence[SkillsRoot],
     index_dir: Path,
@@ -115,114 +81,131 @@ def build_index(
     started = time.perf_counter()
     index_dir = Path(index_dir)
     report = BuildReport(index_dir=index_dir, full=full)
+    embedding = _Embedding(embedder_settings, embedder, progress)
     wanted = embedder.identity if embedder is not None else configured_identity(embedder_settings)
     report.embedder = wanted.describe()
     with build_lock(index_dir):
-        old, old_vectors = _previous_index(index_dir, report)
-        reusable = (
-            old is not None
-            and not full
-            and old.recipe == documents.RECIPE
-            and old.embedder.same_space(wanted)
-        )
-        root_paths = [str(r.path) for r in roots]
-        same_roots = old is not None and old.roots == root_paths
-        old_by_path = {r.path: r for r in old.skills} if old is not None else {}
-        # Parsed skills are reused only under the same roots: a skill's category depends on its root.
-        reuse = {(r.path, r.content_hash): r.to_skill() for r in old.skills} if reusable and same_roots else {}
-        found = discover_skills(roots, reuse)
-        report.skipped, report.duplicates = found.skipped, found.duplicates
-        report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
-        if not found.skills:
-            searched = ", ".join(str(r.path) for r in roots) or "(no folders)"
-            raise NoSkillsFound(
-                f"no SKILL.md files found under {searched}; pass --skills-dir DIR or add folders to "
-                "skills.external_dirs in $HERMES_HOME/config.yaml"
-            )
-
-        kept_rows: dict[str, tuple[int, int]] = {}
-        to_embed: list[Skill] = []
-        for skill in found.skills:
-            previous = old_by_path.get(skill.path)
-            if reusable and previous is not None and previous.content_hash == skill.content_hash:
-                kept_rows[skill.path] = (previous.row_start, previous.row_count)
-                continue
-            to_embed.append(skill)
-            (report.updated if previous is not None else report.added).append(skill.name)
-        new_paths = {s.path for s in found.skills}
-        report.removed = [r.name for r in (old.skills if old else []) if r.path not in new_paths]
-        report.unchanged = len(kept_rows)
-
-        unchanged_order = old is not None and [r.path for r in old.skills] == [s.path for s in found.skills]
-        if reusable and not to_embed and not report.removed and unchanged_order and same_roots:
-            remove_stale_files(index_dir, keep={old.vectors_file})  # what a crashed build left
-            report.seconds = time.perf_counter() - started
-            return report
-
-        identity = old.embedder if reusable else wanted
-        vectors_by_path: dict[str, np.ndarray] = {}
-        if to_embed:
-            identity, vectors_by_path = _embed(to_embed, embedder_settings, embedder, progress)
-        if kept_rows and identity.dimension != old_vectors.shape[1]:
-            report.warnings.append(
-                (str(index_dir), f"the embedder now returns {identity.dimension}-d vectors; re-embedding every skill")
-            )
-            # Reused skills carry no body (see discover_skills' reuse), so parse them again.
-            kept = [s for s in discover_skills(roots).skills if s.path in kept_rows]
-            identity, more = _embed(kept, embedder_settings, embedder, progress)
-            vectors_by_path.update(more)
-            report.updated.extend(s.name for s in kept)
-            report.unchanged = 0
-            kept_rows.clear()
-        report.embedder = identity.describe()
-
-        records: list[SkillRecord] = []
-        blocks: list[np.ndarray] = []
-        row = 0
-        for skill in found.skills:
-            if skill.path in kept_rows:
-                start, count = kept_rows[skill.path]
-                block = old_vectors[start : start + count]
-            else:
-                block = vectors_by_path[skill.path]
-            records.append(SkillRecord.from_skill(skill, row, len(block)))
-            blocks.append(block)
-            row += len(block)
-        manifest = Manifest(
-            embedder=identity,
-            recipe=documents.RECIPE,
-            skills=records,
-            vectors_file="",
-            rows=row,
-            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            roots=root_paths,
-            router=old.router if reusable else {},
-        )
-        write_index(index_dir, manifest, np.vstack(blocks))
-        report.wrote = True
+        _update(list(roots), index_dir, wanted, embedding, report)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _embed(
-    skills: list[Skill],
-    settings: EmbedderSettings,
-    embedder: Embedder | None,
-    progress: ProgressFactory | None,
-) -> tuple[EmbedderIdentity, dict[str, np.ndarray]]:
-    """Embed every view of ``skills``: the embedder's identity and ``{path: (views, dim) array}``."""
-    views = [documents.skill_views(s) for s in skills]
-    texts = [t for v in views for t in v]
-    embedder = embedder or create_embedder(settings)
-    bar = progress(len(texts)) if progress else None
+def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, embedding: "_Embedding",
+            report: BuildReport) -> None:
+    """Re-embed what changed and publish the index, or leave it when nothing did."""
+    old, old_vectors = _previous_index(index_dir, report)
+    reusable = (
+        old is not None
+        and not report.full
+        and old.recipe == recipe.RECIPE
+        and old.embedder.same_space(wanted)
+    )
+    root_paths = [str(r.path) for r in roots]
+    same_roots = old is not None and old.roots == root_paths
+    # Parsed skills are reused only under the same roots: a skill's category depends on its root.
+    found = _discover(roots, old.skills if reusable and same_roots else (), report)
+    diff = IndexDiff.of(found, old.skills if old is not None else ())
+    kept = {s.path: (r.row_start, r.row_count) for r, s in diff.unchanged()} if reusable else {}
+    to_embed = [s for s in found if s.path not in kept]
+    report.added = [s.name for s in diff.added()]
+    report.updated = [s.name for s in to_embed if s.path in diff.records]
+    report.removed = [r.name for r in diff.removed()]
+    report.unchanged = len(kept)
+
+    same_order = list(diff.records) == [s.path for s in found]
+    if reusable and not to_embed and not report.removed and same_order and same_roots:
+        remove_stale_files(index_dir, keep={old.vectors_file})  # what a crashed build left
+        return
+
+    identity = old.embedder if reusable else wanted
+    vectors_by_path: dict[str, np.ndarray] = {}
+    if to_embed:
+        identity, vectors_by_path = embedding(to_embed)
+    if kept and identity.dimension != old_vectors.shape[1]:
+        report.warnings.append(
+            (str(index_dir), f"the embedder now returns {identity.dimension}-d vectors; re-embedding every skill")
+        )
+        # Reused skills carry no body (see discover_skills' reuse), so parse them again.
+        reparsed = [s for s in discover_skills(roots).skills if s.path in kept]
+        identity, more = embedding(reparsed)
+        vectors_by_path.update(more)
+        report.updated.extend(s.name for s in reparsed)
+        report.unchanged = 0
+        kept.clear()
+    report.embedder = identity.describe()
+    for path, (start, count) in kept.items():
+        vectors_by_path[path] = old_vectors[start : start + count]
+    manifest, vectors = _assemble(found, vectors_by_path, identity, root_paths, old.router if reusable else {})
+    write_index(index_dir, manifest, vectors)
+    report.wrote = True
+
+
+def _previous_index(index_dir: Path, report: BuildReport) -> tuple[Manifest | None, np.ndarray | None]:
     try:
-        vectors = embedder.embed_documents(texts, progress=bar.advance if bar else None)
-    finally:
-        if bar:
-            bar.close()
-    by_path = {}
+        return load_index(index_dir)
+    except IndexMissing:
+        return None, None
+    except IndexCorrupt as exc:
+        report.warnings.append((str(index_dir), f"previous index unreadable, rebuilding in full: {exc}"))
+        return None, None
+
+
+def _discover(roots: list[SkillsRoot], reusable: Iterable[SkillRecord], report: BuildReport) -> list[Skill]:
+    """The skills under ``roots`` (reusing the parsed ``reusable`` records); what was left out goes to ``report``."""
+    found = discover_skills(roots, parsed_records(reusable))
+    report.skipped, report.duplicates = found.skipped, found.duplicates
+    report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
+    if not found.skills:
+        searched = ", ".join(str(r.path) for r in roots) or "(no folders)"
+        raise NoSkillsFound(f"no SKILL.md files found under {searched}")
+    return found.skills
+
+
+def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], identity: EmbedderIdentity,
+              root_paths: list[str], router: dict) -> tuple[Manifest, np.ndarray]:
+    """The manifest and vector rows of an index holding ``skills`` in order."""
+    records: list[SkillRecord] = []
     row = 0
-    for skill, skill_views in zip(skills, views):
-        by_path[skill.path] = vectors[row : row + len(skill_views)]
-        row += len(skill_views)
-    return embedder.identity, by_path
+    for skill in skills:
+        count = len(vectors_by_path[skill.path])
+        records.append(SkillRecord.from_skill(skill, row, count))
+        row += count
+    manifest = Manifest(
+        embedder=identity,
+        recipe=recipe.RECIPE,
+        skills=records,
+        vectors_file="",
+        rows=row,
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        roots=root_paths,
+        router=router,
+    )
+    return manifest, np.vstack([vectors_by_path[s.path] for s in skills])
+
+
+@dataclass
+class _Embedding:
+    """Embeds skills with the given embedder, or with one made from the settings on first use."""
+
+    settings: EmbedderSettings
+    embedder: Embedder | None
+    progress: ProgressFactory | None
+
+    def __call__(self, skills: list[Skill]) -> tuple[EmbedderIdentity, dict[str, np.ndarray]]:
+        """Every view of ``skills``: the embedder's identity and ``{path: (views, dim) array}``."""
+        if self.embedder is None:
+            self.embedder = create_embedder(self.settings)
+        views = [recipe.skill_views(s) for s in skills]
+        texts = [t for v in views for t in v]
+        bar = self.progress(len(texts)) if self.progress else None
+        try:
+            vectors = self.embedder.embed_documents(texts, progress=bar.advance if bar else None)
+        finally:
+            if bar:
+                bar.close()
+        by_path = {}
+        row = 0
+        for skill, skill_views in zip(skills, views):
+            by_path[skill.path] = vectors[row : row + len(skill_views)]
+            row += len(skill_views)
+        return self.embedder.identity, by_path

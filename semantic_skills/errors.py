@@ -33,3 +33,12 @@ class BuildLocked(SemanticSkillsError):
 
 class ConfigError(SemanticSkillsError):
     """A setting has an invalid value."""
+
+
+MAX_ERROR_CHARS = 1000
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type name when empty), at most ``MAX_ERROR_CHARS`` long."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:MAX_ERROR_CHARS]

@@ -10,7 +10,6 @@ computed from the decisions exactly as ``route --queries`` prints them: the
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +17,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from .builder import build_lock
 from .errors import SemanticSkillsError
 from .gates import FLOOR, Gate
-from .index import MANIFEST, read_manifest
+from .index.store import write_router_section
 
 DEFAULT_MIN_PRECISION = 0.80
 FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(26))  # 0.30 .. 0.80
@@ -85,7 +83,8 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
     return queries
 
 
-def route_all(router, queries: Sequence[LabelledQuery], progress: Callable[[int], None] | None = None) -> list[RoutedQuery]:
+def route_all(router, queries: Sequence[LabelledQuery],
+              progress: Callable[[int], None] | None = None) -> list[RoutedQuery]:
     """Route every query, timing ``route()`` and, for comparison, a bare embedding of some of the texts."""
     routed = []
     for number, labelled in enumerate(queries):
@@ -242,33 +241,19 @@ def calibrate(routed: Sequence[RoutedQuery], min_precision: float = DEFAULT_MIN_
 
 
 def save_gate(index_dir: str | Path, calibration: Calibration, queries_file: str, messages: int) -> dict:
-    """Store the chosen gate in the index manifest's ``router`` section; returns that section.
-
-    Holds the build lock so it never races a build; the manifest is replaced
-    atomically, and builds keep the section while the embedder is unchanged.
-    """
-    index_dir = Path(index_dir)
+    """Store the chosen gate in the index manifest's ``router`` section; returns that section."""
     point = calibration.chosen
-    with build_lock(index_dir):
-        read_manifest(index_dir)  # validates, raising IndexMissing / IndexCorrupt
-        path = index_dir / MANIFEST
-        data = json.loads(path.read_bytes())
-        data["router"] = {
-            "threshold": point.gate.floor,
-            "min_relative_gap": point.gate.min_relative_gap,
-            "calibration": {
-                "queries": queries_file,
-                "messages": messages,
-                "min_precision": calibration.min_precision,
-                "precision": point.precision,
-                "correct_injection": point.correct_injection,
-                "calibrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            },
-        }
-        tmp = index_dir / f".{MANIFEST}.calibrate.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    return data["router"]
+    router = {
+        "threshold": point.gate.floor,
+        "min_relative_gap": point.gate.min_relative_gap,
+        "calibration": {
+            "queries": queries_file,
+            "messages": messages,
+            "min_precision": calibration.min_precision,
+            "precision": point.precision,
+            "correct_injection": point.correct_injection,
+            "calibrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    }
+    write_router_section(Path(index_dir), router)
+    return router

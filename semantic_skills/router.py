@@ -1,14 +1,7 @@
 """SkillRouter: rank skills for a message and decide which one, if any, to inject.
 
-Ranking, per message, with one query embedding:
-
-1. every skill's main vector is scored (one matrix-vector product), plus a
-   small BM25 bonus (``LEXICAL_WEIGHT`` x the lexical score scaled to 0..1);
-2. the best ``SHORTLIST`` skills are re-scored with their sentence views: a
-   skill's similarity is the mean of its main cosine and its best sentence
-   cosine, and its score is that similarity plus the lexical bonus.
-
-The decision is :class:`~semantic_skills.gates.Gate`'s: a floor on the top
+Ranking, with one query embedding per message, is :mod:`~semantic_skills.ranking`'s;
+the decision is :class:`~semantic_skills.gates.Gate`'s: a floor on the top
 similarity and a relative gap over the next skills (see gates.py).
 """
 
@@ -23,19 +16,17 @@ from typing import Iterable
 
 import numpy as np
 
-from .embedders import Embedder, create_embedder, configured_identity, settings_for_identity
+from .embedders.base import Embedder
+from .embedders.factory import configured_identity, create_embedder, settings_for_identity
 from .errors import EmbedderMismatch
-from .gates import COMPETITORS, FLOOR, NEIGHBOURS, Gate, is_small_talk, relative_gap
-from .index import Manifest, load_index, manifest_stamp
-from .lexical import LexicalIndex
-from .settings import EmbedderSettings, default_index_dir
-from .skills import environments_allow, platforms_allow
+from .gates import FLOOR, Gate, is_small_talk
+from .index.manifest import Manifest
+from .index.store import load_index, manifest_stamp
+from .limits import MAX_QUERY_CHARS
+from .ranking import IndexState, Ranking, rank
+from .settings import EmbedderSettings
 
-DEFAULT_THRESHOLD = FLOOR
-MAX_QUERY_CHARS = 2048
 QUERY_CACHE_SIZE = 512
-LEXICAL_WEIGHT = 0.05
-SHORTLIST = 64
 ROUTE_CANDIDATES = 5
 
 
@@ -62,14 +53,14 @@ class Decision:
     """What to inject for a message (``skill`` is None for nothing) and why.
 
     ``features`` holds what the gate saw (empty when it did not run, e.g. for
-    small talk); ``threshold`` is the similarity floor.
+    small talk); ``floor`` is the similarity floor (``threshold`` in ``as_dict``).
     """
 
     skill: Candidate | None
     score: float
     reason: str
     candidates: list[Candidate] = field(default_factory=list)
-    threshold: float = DEFAULT_THRESHOLD
+    floor: float = FLOOR
     features: dict = field(default_factory=dict)
     min_relative_gap: float | None = None
 
@@ -78,45 +69,11 @@ class Decision:
             "skill": self.skill.name if self.skill else None,
             "score": round(self.score, 4),
             "reason": self.reason,
-            "threshold": self.threshold,
+            "threshold": self.floor,
             "min_relative_gap": self.min_relative_gap,
             "features": {k: round(v, 4) for k, v in self.features.items()},
             "candidates": [{"name": c.name, "score": round(c.score, 4)} for c in self.candidates],
         }
-
-
-@dataclass(frozen=True)
-class _State:
-    """One loaded index and what is precomputed from it; replaced as a whole on reload.
-
-    ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
-    by repeating one (``None`` when no skill has any). ``separation[i]`` is 1
-    minus the mean cosine of skill ``i``'s main vector to its ``NEIGHBOURS``
-    nearest other skills. ``offered`` marks the skills this machine may offer
-    (``platforms:``, ``environments:``); ``positions`` maps each name and
-    folder to its skills, so a message's exclusions cost a lookup per name.
-    """
-
-    manifest: Manifest
-    main: np.ndarray
-    views: np.ndarray | None
-    separation: np.ndarray
-    lexical: LexicalIndex
-    stamp: tuple | None
-    offered: np.ndarray
-    positions: dict[str, list[int]]
-
-
-@dataclass(frozen=True)
-class _Ranking:
-    """The eligible shortlist of one message, best first (arrays are aligned)."""
-
-    skills: np.ndarray
-    scores: np.ndarray
-    similarity: np.ndarray
-    main_cosine: np.ndarray
-    view_cosine: np.ndarray
-    lexical: np.ndarray
 
 
 class SkillRouter:
@@ -127,13 +84,13 @@ class SkillRouter:
     """
 
     def __init__(self, index_dir: Path, manifest: Manifest, vectors: np.ndarray, embedder: Embedder,
-                 threshold: float | None = None, stamp: tuple | None = None,
+                 floor: float | None = None, stamp: tuple | None = None,
                  inactive_environments: frozenset[str] = frozenset()):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
         self.inactive_environments = frozenset(inactive_environments)
-        self._threshold_override = threshold
-        self._state = self._make_state(manifest, vectors, stamp)
+        self._floor = floor
+        self._state = IndexState.of(manifest, vectors, stamp, self.inactive_environments)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._reload_lock = threading.Lock()
@@ -142,16 +99,17 @@ class SkillRouter:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, index_dir: str | Path | None = None, embedder: Embedder | EmbedderSettings | None = None,
-             threshold: float | None = None, inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
-        """Open the index in ``index_dir`` (default: the plugin's ``skills_index/``).
+    def open(cls, index_dir: str | Path, embedder: Embedder | EmbedderSettings | None = None,
+             floor: float | None = None, inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
+        """Open the index in ``index_dir``.
 
         With no ``embedder`` the one recorded in the index is used; a given
-        embedder must match it, or :class:`EmbedderMismatch` is raised. Skills
-        whose ``environments:`` are all in ``inactive_environments`` are never
-        offered (see :func:`~semantic_skills.skills.environments_allow`).
+        embedder must match it, or :class:`EmbedderMismatch` is raised.
+        ``floor`` overrides the index's similarity floor. Skills whose
+        ``environments:`` are all in ``inactive_environments`` are never
+        offered (see :func:`~semantic_skills.skills.eligibility.environments_allow`).
         """
-        index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
+        index_dir = Path(index_dir)
         stamp = manifest_stamp(index_dir)
         manifest, vectors = load_index(index_dir)
         if embedder is None:
@@ -161,27 +119,32 @@ class SkillRouter:
             embedder = create_embedder(embedder)
         else:
             _check_same_space(manifest, embedder.identity, index_dir)
-        return cls(index_dir, manifest, vectors, embedder, threshold, stamp, inactive_environments)
+        return cls(index_dir, manifest, vectors, embedder, floor, stamp, inactive_environments)
 
-    def _make_state(self, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None) -> _State:
-        starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
-        counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
-        main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
-        offered = np.array([platforms_allow(r.platforms) and environments_allow(r.environments, self.inactive_environments)
-                            for r in manifest.skills], dtype=bool)
-        positions: dict[str, list[int]] = {}
-        for i, record in enumerate(manifest.skills):
-            for key in {record.name, record.folder}:
-                positions.setdefault(key, []).append(i)
-        return _State(manifest, main, _padded_views(vectors, starts, counts), _separation(main),
-                      LexicalIndex.for_skills(manifest.skills), stamp, offered, positions)
+    @classmethod
+    def from_settings(cls, index_dir: str | Path, embedder: EmbedderSettings, *, explicit: bool = False,
+                      floor: float | None = None,
+                      inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
+        """Open the index with the configured embedder, loaded and ready for its first query.
+
+        Default embedder settings mean "whatever built the index" unless
+        ``explicit`` (the embedder was asked for by name); other settings must
+        match the index. A local model also embeds once here, as its first
+        embedding is slow.
+        """
+        chosen = embedder if explicit or embedder != EmbedderSettings() else None
+        router = cls.open(index_dir, embedder=chosen, floor=floor, inactive_environments=inactive_environments)
+        router.warm()
+        if not router.embedder.remote:
+            router.embedder.embed_query("warm-up")
+        return router
 
     def warm(self) -> None:
         """Load the embedder now and check it produces this index's dimension."""
         self.embedder.load()
         self._check_dimension(self.embedder.identity.dimension, self._state)
 
-    def _check_dimension(self, have: int | None, state: _State) -> None:
+    def _check_dimension(self, have: int | None, state: IndexState) -> None:
         want = state.main.shape[1]
         if have and have != want:
             raise EmbedderMismatch(
@@ -207,7 +170,7 @@ class SkillRouter:
                 return False
             manifest, vectors = load_index(self.index_dir)
             _check_same_space(manifest, self.embedder.identity, self.index_dir)
-            self._state = self._make_state(manifest, vectors, stamp)
+            self._state = IndexState.of(manifest, vectors, stamp, self.inactive_environments)
             return True
 
     # ------------------------------------------------------------------ properties
@@ -217,14 +180,13 @@ class SkillRouter:
         return self._state.manifest
 
     @property
-    def threshold(self) -> float:
-        """The similarity floor: the override, else the index's calibrated value, never below 0.30."""
-        return self.gate.floor
-
-    @property
     def gate(self) -> Gate:
         """The decision gate: the index's calibrated settings, with the floor override applied."""
-        return Gate.from_router_settings(self._state.manifest.router, self._threshold_override)
+        return self._gate(None)
+
+    def _gate(self, floor: float | None) -> Gate:
+        chosen = floor if floor is not None else self._floor
+        return Gate.from_router_settings(self._state.manifest.router, chosen)
 
     # ------------------------------------------------------------------ scoring
 
@@ -243,41 +205,15 @@ class SkillRouter:
                 self._query_cache.popitem(last=False)
         return vector
 
-    def _eligible(self, state: _State, exclude: Iterable[str]) -> np.ndarray:
-        """Skills this machine may offer whose name and folder are not in ``exclude``."""
-        mask = state.offered.copy()
-        for name in exclude:
-            mask[state.positions.get(name, [])] = False
-        return mask
+    def _rank(self, state: IndexState, text: str, exclude: Iterable[str]) -> Ranking | None:
+        def embed(query: str) -> np.ndarray:
+            vector = self.embed_query(query)
+            self._check_dimension(vector.shape[-1], state)
+            return vector
 
-    def _rank(self, state: _State, text: str, exclude: Iterable[str]) -> _Ranking | None:
-        """Score the eligible skills for ``text``; None when there are none."""
-        if not state.manifest.skills:
-            return None
-        mask = self._eligible(state, exclude)
-        eligible = int(mask.sum())
-        if eligible == 0:
-            return None
-        query = self.embed_query(text)
-        self._check_dimension(query.shape[-1], state)
-        # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
-        main_cosine = np.einsum("ij,j->i", state.main, query)
-        lexical = state.lexical.scores(text)
-        first_pass = np.where(mask, main_cosine + LEXICAL_WEIGHT * lexical, -np.inf)
-        size = min(SHORTLIST, eligible)
-        if size < len(first_pass):
-            shortlist = np.argpartition(-first_pass, size - 1)[:size]
-        else:
-            shortlist = np.flatnonzero(mask)
-        main_cosine, lexical = main_cosine[shortlist], lexical[shortlist]
-        view_cosine = (state.views[shortlist] @ query).max(axis=1) if state.views is not None else main_cosine
-        similarity = (main_cosine + view_cosine) / 2
-        scores = similarity + LEXICAL_WEIGHT * lexical
-        order = np.lexsort((shortlist, -scores))
-        return _Ranking(shortlist[order], scores[order], similarity[order], main_cosine[order],
-                        view_cosine[order], lexical[order])
+        return rank(state, text, exclude, embed)
 
-    def _candidates(self, state: _State, ranking: _Ranking, k: int) -> list[Candidate]:
+    def _candidates(self, state: IndexState, ranking: Ranking, k: int) -> list[Candidate]:
         records = state.manifest.skills
         return [
             Candidate(records[i].name, float(ranking.scores[n]), records[i].path, records[i].description,
@@ -295,10 +231,13 @@ class SkillRouter:
         ranking = self._rank(state, text, exclude)
         return self._candidates(state, ranking, k) if ranking is not None else []
 
-    def route(self, text: str, exclude: Iterable[str] = ()) -> Decision:
-        """Decide which skill to inject for ``text``: the top one if it passes the gate, else none."""
+    def route(self, text: str, exclude: Iterable[str] = (), floor: float | None = None) -> Decision:
+        """Decide which skill to inject for ``text``: the top one if it passes the gate, else none.
+
+        ``floor``, when given, overrides the router's similarity floor for this message.
+        """
         state = self._state
-        gate = self.gate
+        gate = self._gate(floor)
         floor, min_gap = gate.floor, gate.min_relative_gap
         if not text or not text.strip():
             return Decision(None, 0.0, "empty message", [], floor, min_relative_gap=min_gap)
@@ -309,54 +248,9 @@ class SkillRouter:
         top = candidates[0]
         if is_small_talk(text):
             return Decision(None, top.score, "small talk", candidates, floor, min_relative_gap=min_gap)
-        features = _gate_features(state, ranking)
+        features = ranking.gate_features(state)
         inject, reason = gate.verdict(features["similarity"], features["relative_gap"])
         return Decision(top if inject else None, top.score, reason, candidates, floor, features, min_gap)
-
-
-def _gate_features(state: _State, ranking: _Ranking) -> dict:
-    """What the gate looks at for the top skill of ``ranking`` (all plain floats)."""
-    competitors = ranking.scores[1 : 1 + COMPETITORS]
-    competitor_mean = float(competitors.mean()) if len(competitors) else 0.0
-    separation = float(state.separation[ranking.skills[0]])
-    return {
-        "similarity": float(ranking.similarity[0]),
-        "main_cosine": float(ranking.main_cosine[0]),
-        "view_cosine": float(ranking.view_cosine[0]),
-        "lexical": float(ranking.lexical[0]),
-        "competitor_mean": competitor_mean,
-        "separation": separation,
-        "relative_gap": relative_gap(float(ranking.scores[0]), competitor_mean, separation),
-    }
-
-
-def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
-    """``(skills, most views, dim)``: each skill's rows after its main one, the last repeated as padding.
-
-    A skill with no extra row gets its main vector, so its best view is its main cosine.
-    """
-    extra = int(counts.max(initial=1)) - 1
-    if extra <= 0:
-        return None
-    offsets = np.minimum(np.arange(1, extra + 1)[None, :], (counts - 1)[:, None])
-    return np.ascontiguousarray(vectors[starts[:, None] + offsets])
-
-
-def _separation(main: np.ndarray) -> np.ndarray:
-    """Per skill, 1 minus the mean cosine of its main vector to its ``NEIGHBOURS`` nearest other skills."""
-    count = len(main)
-    k = min(NEIGHBOURS, count - 1)
-    if k <= 0:
-        return np.ones(count, dtype=np.float32)
-    import faiss
-
-    index = faiss.IndexFlatIP(main.shape[1])
-    index.add(main)
-    similarities, labels = index.search(main, k + 1)
-    is_self = labels == np.arange(count)[:, None]
-    is_self[~is_self.any(axis=1), -1] = True  # a tie pushed the skill itself out: drop the last instead
-    neighbours = similarities[~is_self].reshape(count, k)
-    return (1.0 - neighbours.mean(axis=1)).astype(np.float32)
 
 
 def _check_same_space(manifest: Manifest, identity, index_dir: Path) -> None:

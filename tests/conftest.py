@@ -24,7 +24,7 @@ def _isolated_hermes_home(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="session")
 def bundled_embedder():
     """The real default embedder, loaded once for the whole session."""
-    from semantic_skills.embedders import SentenceTransformerEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     embedder = SentenceTransformerEmbedder()
     embedder.load()
@@ -35,7 +35,8 @@ def bundled_embedder():
 def examples_index(tmp_path_factory, bundled_embedder) -> Path:
     """An index of examples/skills built once per session (treat it as read-only)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     index_dir = tmp_path_factory.mktemp("examples_index")
     build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, EmbedderSettings(), embedder=bundled_embedder)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.index import MANIFEST
+from semantic_skills.index.manifest import MANIFEST
 
 REPO = Path(__file__).resolve().parent.parent
 # ../shared by default; SEMANTIC_SKILLS_SHARED_DIR points elsewhere (e.g. from a git worktree).

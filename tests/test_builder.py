@@ -20,14 +20,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import REPO, write_skill
-from semantic_skills import documents
-from semantic_skills.builder import build_index, build_lock
-from semantic_skills.embedders import Embedder
+from semantic_skills import recipe
+from semantic_skills.builder import build_index
+from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import BuildLocked, NoSkillsFound
-from semantic_skills.index import MANIFEST, load_index, read_manifest
+from semantic_skills.index.manifest import MANIFEST, read_manifest
+from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+
+from support import REPO, write_skill
 
 PDF_QUERY = "convert this scanned PDF into markdown"
 
@@ -51,10 +54,10 @@ class RecordingEmbedder(Embedder):
 
 def views_of(skills_dir: Path, *names: str) -> list[str]:
     """The texts a build embeds for the skills under ``skills_dir`` (only ``names`` when given), in order."""
-    from semantic_skills.skills import discover_skills
+    from semantic_skills.skills.discovery import discover_skills
 
     skills = discover_skills([SkillsRoot(skills_dir)]).skills
-    return [text for s in skills if not names or s.name in names for text in documents.skill_views(s)]
+    return [text for s in skills if not names or s.name in names for text in recipe.skill_views(s)]
 
 
 class UnusableEmbedder(Embedder):
@@ -169,14 +172,16 @@ def test_removing_one_skill_removes_it_without_embedding(built, bundled_embedder
 
 def test_adding_one_skill_embeds_only_the_new_one(built, bundled_embedder):
     skills_dir, index_dir = built
-    write_skill(skills_dir, "cooking/sourdough", "---\nname: sourdough\ndescription: Bake sourdough bread\n---\nFeed the starter.\n")
+    write_skill(skills_dir, "cooking/sourdough",
+                "---\nname: sourdough\ndescription: Bake sourdough bread\n---\nFeed the starter.\n")
     recorder = RecordingEmbedder(bundled_embedder)
 
     report = build(skills_dir, index_dir, recorder)
 
     assert report.counts() == {"added": 1, "updated": 0, "removed": 0, "unchanged": 10, "skipped": 0}
     assert report.added == ["sourdough"] and recorder.embedded == views_of(skills_dir, "sourdough")
-    assert SkillRouter.open(index_dir, embedder=bundled_embedder).route("how do I bake sourdough bread").skill.name == "sourdough"
+    router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+    assert router.route("how do I bake sourdough bread").skill.name == "sourdough"
 
 
 def test_a_skill_for_inactive_environments_only_is_recorded_and_never_offered(built, bundled_embedder):
@@ -224,7 +229,7 @@ def test_another_embedder_identity_forces_a_full_rebuild(built, bundled_embedder
 
 def test_a_new_document_recipe_forces_a_full_rebuild(built, bundled_embedder, monkeypatch):
     skills_dir, index_dir = built
-    monkeypatch.setattr(documents, "RECIPE", documents.RECIPE + " (changed)")
+    monkeypatch.setattr(recipe, "RECIPE", recipe.RECIPE + " (changed)")
     recorder = RecordingEmbedder(bundled_embedder)
     assert build(skills_dir, index_dir, recorder).counts()["updated"] == 10
     assert recorder.embedded == views_of(skills_dir)
@@ -330,7 +335,8 @@ def test_a_build_killed_while_embedding_leaves_the_previous_index_usable(built, 
 
     controller, terminal = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(skills_dir), "--index-dir", str(index_dir)],
+        [sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(skills_dir),
+         "--index-dir", str(index_dir)],
         cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal,
     )
     os.close(terminal)
@@ -357,7 +363,8 @@ def test_a_build_killed_while_embedding_leaves_the_previous_index_usable(built, 
 @pytest.mark.parametrize("next_build_changes_something", [True, False], ids=["writing build", "no-op build"])
 def test_the_next_build_removes_temp_files_a_crashed_write_left(built, bundled_embedder, next_build_changes_something):
     skills_dir, index_dir = built
-    leftovers = [index_dir / ".vectors-20250101T000000-deadbeef.faiss.tmp", index_dir / ".manifest.json.20250101T000000-deadbeef.tmp"]
+    leftovers = [index_dir / ".vectors-20250101T000000-deadbeef.faiss.tmp",
+                 index_dir / ".manifest.json.20250101T000000-deadbeef.tmp"]
     for leftover in leftovers:
         leftover.write_bytes(b"half-written")
     if next_build_changes_something:
@@ -393,7 +400,7 @@ def fill_disk_while_writing(monkeypatch, which: str) -> None:
     """Make the index's vectors or manifest write fail as on a full disk."""
     import faiss
 
-    from semantic_skills import index as index_module
+    from semantic_skills import files as files_module
 
     if which == "vectors":
         def write_index(_index, path):
@@ -406,7 +413,7 @@ def fill_disk_while_writing(monkeypatch, which: str) -> None:
             fh = open(path, mode, *args, **kwargs)
             return DiskFullFile(fh) if MANIFEST in Path(path).name and "w" in mode else fh
 
-        monkeypatch.setattr(index_module, "open", open_on_full_disk, raising=False)
+        monkeypatch.setattr(files_module, "open", open_on_full_disk, raising=False)
 
 
 @pytest.mark.parametrize("which", ["vectors", "manifest"])

@@ -7,17 +7,17 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from support import EXAMPLES, REPO, shared_path, write_skill
 from semantic_skills import builder, router
 from semantic_skills.cli import main
-from semantic_skills.embedders import configured_identity, create_embedder
-from semantic_skills.index import MANIFEST
+from semantic_skills.embedders.factory import configured_identity, create_embedder
+from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.settings import EmbedderSettings
+
+from support import EXAMPLES, REPO, shared_path, write_skill
 
 PDF_QUERY = "Can you turn this scanned contract PDF into markdown with the tables intact?"
 COUNT_KEYS = ("added", "updated", "removed", "unchanged", "skipped")
@@ -72,7 +72,8 @@ def test_help_works_for_every_command(command):
 
 
 def test_build_embeddings_script_shows_the_build_help():
-    result = subprocess.run([sys.executable, "build_embeddings.py", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "build_embeddings.py", "--help"], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Usage: build_embeddings.py" in result.stdout
     assert "--skills-dir" in result.stdout and "--full" in result.stdout
@@ -229,7 +230,8 @@ def test_status_reports_the_embedder_and_what_changed_on_disk(indexed):
     write_skill(skills_dir, "cooking/sourdough", "---\nname: sourdough\n---\n")
 
     status = last_json(cli("status", "--index-dir", index_dir, "--json").stdout)
-    assert (status["changed"], status["new"], status["deleted"]) == (["commit-messages"], ["sourdough"], ["image-resize"])
+    assert (status["changed"], status["new"], status["deleted"]) == (
+        ["commit-messages"], ["sourdough"], ["image-resize"])
     assert status["up_to_date"] is False
     text = cli("status", "--index-dir", index_dir).stdout
     assert "changed since the build (1): commit-messages" in text
@@ -246,17 +248,20 @@ def error_cases(tmp_path, examples_index):
     shutil.copytree(examples_index, corrupt)
     (corrupt / MANIFEST).write_text('{"format": "semantic-skills-index"')
     return {
-        "no skills found": (["build", "--skills-dir", tmp_path / "empty", "--index-dir", tmp_path / "i"], "no SKILL.md files found"),
+        "no skills found": (["build", "--skills-dir", tmp_path / "empty", "--index-dir", tmp_path / "i"],
+                            "no SKILL.md files found"),
         "no index (route)": (["route", "--index-dir", tmp_path / "none", "hello there"], "no skill index in"),
         "no index (search)": (["search", "--index-dir", tmp_path / "none", "pdf"], "no skill index in"),
         "no index (status)": (["status", "--index-dir", tmp_path / "none"], "no skill index in"),
-        "embedder mismatch": (["route", "--index-dir", examples_index, "--model", tmp_path / "other-model", "pdf"], "rebuild with"),
+        "embedder mismatch": (["route", "--index-dir", examples_index, "--model", tmp_path / "other-model", "pdf"],
+                              "rebuild with"),
         "corrupt index": (["search", "--index-dir", corrupt, "pdf"], "is corrupt"),
     }
 
 
 @pytest.mark.parametrize(
-    "case", ["no skills found", "no index (route)", "no index (search)", "no index (status)", "embedder mismatch", "corrupt index"]
+    "case", ["no skills found", "no index (route)", "no index (search)", "no index (status)", "embedder mismatch",
+             "corrupt index"]
 )
 def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
     args, expected = error_cases[case]
@@ -272,7 +277,8 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
 
 def test_build_embeddings_script_builds_an_index(tmp_path):
     result = subprocess.run(
-        [sys.executable, "build_embeddings.py", "--skills-dir", EXAMPLES / "skills", "--index-dir", tmp_path / "index", "--json"],
+        [sys.executable, "build_embeddings.py", "--skills-dir", EXAMPLES / "skills", "--index-dir", tmp_path / "index",
+         "--json"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr
@@ -302,7 +308,8 @@ def test_the_installed_console_script_runs(examples_index):
     script = shutil.which("semantic-skills")
     if script is None:
         pytest.skip("the semantic-skills console script is not on PATH (the project is not pip-installed here)")
-    result = subprocess.run([script, "status", "--index-dir", str(examples_index), "--json"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([script, "status", "--index-dir", str(examples_index), "--json"], capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert last_json(result.stdout)["skills"] == 10
 
@@ -313,7 +320,8 @@ def test_importing_the_package_loads_no_heavy_library():
         import semantic_skills
         from semantic_skills import SkillRouter, build_index, SemanticSkillsError
         import semantic_skills.cli
-        print(json.dumps([m for m in ("torch", "sentence_transformers", "litellm", "transformers") if m in sys.modules]))
+        heavy = ("torch", "sentence_transformers", "litellm", "transformers")
+        print(json.dumps([m for m in heavy if m in sys.modules]))
         """)
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from semantic_skills.cli import main
-from semantic_skills.documents import MAX_SENTENCE_VIEWS, skill_views
 from semantic_skills.evaluation import (
     LabelledFileError,
     LabelledQuery,
@@ -21,10 +19,11 @@ from semantic_skills.evaluation import (
     save_gate,
 )
 from semantic_skills.gates import Gate
-from semantic_skills.index import read_manifest
+from semantic_skills.index.manifest import read_manifest
 from semantic_skills.lexical import LexicalIndex, tokenize
+from semantic_skills.recipe import MAX_SENTENCE_VIEWS, skill_views
 from semantic_skills.router import Candidate, Decision, SkillRouter
-from semantic_skills.skills import Skill
+from semantic_skills.skills.parsing import Skill
 
 
 def decision(skill: str | None, *ranked: str) -> dict:
@@ -105,7 +104,8 @@ def test_calibrate_reports_when_no_setting_is_precise_enough():
 
 
 def test_small_talk_and_other_ungated_decisions_are_never_injected_by_calibration():
-    talk = RoutedQuery(LabelledQuery("thanks", ()), Decision(None, 0.9, "small talk", [Candidate("a", 0.9, "", "")]), 1.0)
+    small_talk = Decision(None, 0.9, "small talk", [Candidate("a", 0.9, "", "")])
+    talk = RoutedQuery(LabelledQuery("thanks", ()), small_talk, 1.0)
     fitted = calibrate([talk, routed(("a",), "a", 0.9, 0.9)], min_precision=1.0)
     assert fitted.chosen.precision == 1.0 and fitted.chosen.false_injection == 0.0
 

@@ -9,12 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support import edit_manifest, vectors_path
-from semantic_skills.embedders import Embedder
+from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexMissing
-from semantic_skills.index import MANIFEST, load_index
+from semantic_skills.index.manifest import MANIFEST
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
+
+from support import edit_manifest, vectors_path
 
 
 @pytest.fixture()

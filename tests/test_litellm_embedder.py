@@ -14,14 +14,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from support import EXAMPLES, REPO, FakeEmbeddingServer, closed_port_url
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import EmbedderError
-from semantic_skills.index import load_index, read_manifest
+from semantic_skills.index.manifest import read_manifest
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+
+from support import EXAMPLES, REPO, FakeEmbeddingServer, closed_port_url
 
 KEY_ENV = "FAKE_EMBEDDINGS_KEY"
 MODEL = "openai/fake-embed"
@@ -67,8 +70,8 @@ def write_config(home: Path, url: str, batch_size: int) -> None:
 
 def example_batches(size: int) -> list[int]:
     """The request sizes of a build of examples/skills in batches of ``size`` texts (one per skill view)."""
-    from semantic_skills.documents import skill_views
-    from semantic_skills.skills import discover_skills
+    from semantic_skills.recipe import skill_views
+    from semantic_skills.skills.discovery import discover_skills
 
     total = sum(len(skill_views(s)) for s in discover_skills([SkillsRoot(EXAMPLES / "skills")]).skills)
     return [size] * (total // size) + ([total % size] if total % size else [])
@@ -150,10 +153,12 @@ def test_a_refused_connection_gives_a_one_line_error(instant_backoff, monkeypatc
     assert f"cannot get embeddings from {MODEL} at {url}" in message
 
 
-def test_a_refused_connection_from_the_command_line_is_one_line_on_stderr(instant_backoff, tmp_path, _isolated_hermes_home, monkeypatch):
+def test_a_refused_connection_from_the_command_line_is_one_line_on_stderr(instant_backoff, tmp_path,
+                                                                         _isolated_hermes_home, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-fake-test-key")
     write_config(_isolated_hermes_home, closed_port_url(), batch_size=8)
-    result = CliRunner().invoke(main, ["build", "--skills-dir", str(EXAMPLES / "skills"), "--index-dir", str(tmp_path / "i")])
+    result = CliRunner().invoke(main, ["build", "--skills-dir", str(EXAMPLES / "skills"),
+                                       "--index-dir", str(tmp_path / "i")])
     assert result.exit_code == 1
     assert result.stderr.startswith("semantic-skills: error: cannot get embeddings")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -214,11 +219,12 @@ def test_loading_litellm_through_the_embedder_reaches_no_network():
         socket.getaddrinfo = refuse
         socket.create_connection = refuse
         socket.socket.connect = lambda self, address: refuse(address)
-        from semantic_skills.embedders import LiteLLMEmbedder
+        from semantic_skills.embedders.litellm import LiteLLMEmbedder
         LiteLLMEmbedder("openai/text-embedding-3-small").load()
         print(json.dumps({"flag": os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP"), "attempts": attempts}))
         """)
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=180)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"flag": "True", "attempts": []}

@@ -9,17 +9,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from support import EXAMPLES
 from semantic_skills.cli import main
-from semantic_skills.embedders import (
-    BUNDLED_ONNX_MODEL,
-    OnnxEmbedder,
-    configured_identity,
-    create_embedder,
-    settings_for_identity,
-)
+from semantic_skills.embedders.factory import configured_identity, create_embedder, settings_for_identity
+from semantic_skills.embedders.onnx import BUNDLED_ONNX_MODEL, OnnxEmbedder
 from semantic_skills.errors import EmbedderError
 from semantic_skills.settings import EmbedderSettings
+
+from support import EXAMPLES
 
 TEXTS = [
     "My postgres container keeps restarting and the web service can't connect to it",
@@ -81,7 +77,7 @@ def test_onnxruntime_uses_the_configured_thread_count_without_spinning(monkeypat
 def test_routes_the_example_messages_like_the_torch_model(onnx_embedder, examples_index, tmp_path):
     from semantic_skills.builder import build_index
     from semantic_skills.router import SkillRouter
-    from semantic_skills.settings import SkillsRoot
+    from semantic_skills.skills.discovery import SkillsRoot
 
     build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path, EmbedderSettings(backend="onnx"),
                 embedder=onnx_embedder)

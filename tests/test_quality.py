@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from support import shared_path
 from semantic_skills.builder import build_index
 from semantic_skills.evaluation import quality, read_labelled
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+
+from support import shared_path
 
 EVERY = {"metatool": 20, "sgd": 10}
 TOLERANCE = 0.03

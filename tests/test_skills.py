@@ -10,9 +10,11 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from semantic_skills.skills.discovery import SkillsRoot, discover_skills
+from semantic_skills.skills.eligibility import environments_allow
+from semantic_skills.skills.parsing import SkillFileError, parse_skill
+
 from support import shared_path, write_skill
-from semantic_skills.settings import SkillsRoot, disabled_skill_names, hermes_skills_roots
-from semantic_skills.skills import SkillFileError, discover_skills, environments_allow, parse_skill
 
 
 def discover(*roots: Path, external_from: int = 1):
@@ -271,56 +273,6 @@ def test_earlier_root_wins_name_clashes_and_duplicates_are_reported(tmp_path):
     assert by_name["shared-name"].external is False
     assert by_name["only-external"].external is True
     assert [(d.name, d.kept, d.dropped) for d in found.duplicates] == [("shared-name", str(kept), str(dropped))]
-
-
-# --------------------------------------------------------------------------- config.yaml
-
-
-def test_external_dirs_from_config_become_roots_after_the_local_one(_isolated_hermes_home, tmp_path):
-    home = _isolated_hermes_home
-    absolute = tmp_path / "abs-skills"
-    (home / "config.yaml").write_text(
-        f"skills:\n  external_dirs:\n    - {absolute}\n    - team/skills\n    - {absolute}\n    - ''\n"
-    )
-    write_skill(home / "skills", "local-one", "---\nname: shared\ndescription: local\n---\n")
-    write_skill(absolute, "abs-one", "---\nname: from-absolute\n---\n")
-    write_skill(home / "team" / "skills", "rel-one", "---\nname: shared\ndescription: team\n---\n")
-    write_skill(home / "team" / "skills", "rel-two", "---\nname: from-relative\n---\n")
-
-    roots = hermes_skills_roots()
-    assert [(r.path, r.external) for r in roots] == [
-        ((home / "skills").resolve(), False),
-        (absolute.resolve(), True),
-        ((home / "team" / "skills").resolve(), True),
-    ]
-    found = discover_skills(roots)
-    assert {s.name: s.description for s in found.skills}["shared"] == "local"
-    assert sorted(s.name for s in found.skills) == ["from-absolute", "from-relative", "shared"]
-    assert [d.name for d in found.duplicates] == ["shared"]
-
-
-def test_external_dirs_may_be_a_single_string(_isolated_hermes_home, tmp_path):
-    (_isolated_hermes_home / "config.yaml").write_text(f"skills:\n  external_dirs: {tmp_path}\n")
-    assert [r.path for r in hermes_skills_roots()][1:] == [tmp_path.resolve()]
-
-
-def test_disabled_skill_names_read_global_and_per_platform_lists(_isolated_hermes_home):
-    (_isolated_hermes_home / "config.yaml").write_text(
-        "skills:\n  disabled: [alpha, ' beta ']\n  platform_disabled:\n"
-        "    telegram: [gamma]\n    discord: delta\n"
-    )
-    assert disabled_skill_names() == {"alpha", "beta"}
-    assert disabled_skill_names("telegram") == {"alpha", "beta", "gamma"}
-    assert disabled_skill_names("discord") == {"alpha", "beta", "delta"}
-    assert disabled_skill_names("cli") == {"alpha", "beta"}
-
-
-def test_missing_or_invalid_config_disables_nothing(_isolated_hermes_home):
-    assert disabled_skill_names("telegram") == frozenset()
-    (_isolated_hermes_home / "config.yaml").write_text("skills: [not, a, mapping\n")
-    assert disabled_skill_names("telegram") == frozenset()
-    assert [r.external for r in hermes_skills_roots()] == [False]
-
 
 
 # --------------------------------------------------------------------------- properties

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.service import WAITING_FOR_INDEX, RouterClient
+from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.protocol import WAITING_FOR_INDEX
 
 
 def _environment_of(pid: int) -> dict[str, str]:
@@ -22,9 +23,9 @@ def test_routing_worker_runs_numpy_torch_and_onnxruntime_on_one_thread(tmp_path,
     client.start()
     try:
         deadline = time.monotonic() + 60
-        while client.state != WAITING_FOR_INDEX and time.monotonic() < deadline:
+        while client.status.state != WAITING_FOR_INDEX and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert client.state == WAITING_FOR_INDEX, client.detail
+        assert client.status.state == WAITING_FOR_INDEX, client.status.detail
         environment = _environment_of(client._process.pid)
     finally:
         client.close()
@@ -87,19 +88,19 @@ def test_documents_are_embedded_by_length_but_returned_in_input_order(bundled_em
 def test_config_is_read_as_yaml_safe_load_reads_it(tmp_path):
     import yaml
 
-    from semantic_skills.settings import load_hermes_config
+    from semantic_skills.hermes.config import load_config
 
     hermes_config = pytest.importorskip("hermes_cli.config", reason="Hermes Agent is not installed")
     text = yaml.safe_dump({**hermes_config.DEFAULT_CONFIG, "when": "2026-01-02", "ratio": 1e-3, "empty": None},
                           sort_keys=False)
     (tmp_path / "config.yaml").write_text(text + "anchors: &a {x: 1}\nalias: *a\n")
 
-    assert load_hermes_config(tmp_path) == yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert load_config(tmp_path) == yaml.safe_load((tmp_path / "config.yaml").read_text())
 
 
 @pytest.mark.parametrize("backend, expected", [("sentence-transformers", 16), ("onnx", 16), ("litellm", 64)])
 def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(backend, expected):
-    from semantic_skills.embedders import create_embedder
+    from semantic_skills.embedders.factory import create_embedder
     from semantic_skills.settings import EmbedderSettings
 
     model = "openai/text-embedding-3-small" if backend == "litellm" else ""
@@ -111,7 +112,7 @@ def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(back
 def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch):
     import os
 
-    from semantic_skills.embedders import SentenceTransformerEmbedder
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     SentenceTransformerEmbedder().load()

@@ -4,7 +4,9 @@
 under ``~/.hermes/plugins`` or through the ``hermes_agent.plugins`` entry
 point). It is cheap: it wires the hooks, the ``search_skills`` tool, the
 ``hermes semantic-skills`` command and the compact skills prompt, and starts
-the routing worker in the background. Nothing heavy is imported here.
+the routing worker in the background. Nothing heavy is imported here, and
+importing this package imports none of its modules (the command line reads
+``semantic_skills.hermes.config``).
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from __future__ import annotations
 import functools
 import logging
 
-from . import cli_command, hooks, prompt_stub, tool
-from .runtime import PluginRuntime, current_runtime, get_runtime
-
 
 def register(ctx) -> None:
+    from . import cli_command, hooks, prompt_stub, tool
+    from .runtime import get_runtime
+
     runtime = get_runtime()
     for name in ("pre_gateway_dispatch", "pre_llm_call", "on_session_reset"):
         ctx.register_hook(name, _guarded(runtime, name, getattr(hooks, name)))
@@ -29,7 +31,7 @@ def register(ctx) -> None:
     runtime.start()
 
 
-def _guarded(runtime: PluginRuntime, name: str, hook):
+def _guarded(runtime, name: str, hook):
     """``hook`` bound to ``runtime``, logging (once) instead of raising."""
 
     def callback(**kwargs):
@@ -45,5 +47,7 @@ def _guarded(runtime: PluginRuntime, name: str, hook):
 
 
 def _prompt_mode() -> str:
+    from .runtime import current_runtime
+
     runtime = current_runtime()
     return runtime.settings().prompt_mode if runtime is not None else "compact"

@@ -6,7 +6,7 @@ import argparse
 import subprocess
 import sys
 
-from ..service import worker_environment
+from ..worker.launch import worker_environment
 from .runtime import current_runtime
 
 NAME = "semantic-skills"

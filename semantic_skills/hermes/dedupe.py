@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
-from ..service import OnceLogger
+from ..files import atomic_write
+from ..logs import OnceLogger
 
 FORMAT_VERSION = 1
 WRITE_DELAY_SECONDS = 1.0
@@ -60,16 +60,6 @@ class InjectedSkills:
             skills.add(skill)
         self._changed()
         return True
-
-    def contains(self, session: str, skill: str) -> bool:
-        with self._lock:
-            entry = self._live_entry(session)
-            return entry is not None and skill in entry[1]
-
-    def skills(self, session: str) -> frozenset[str]:
-        with self._lock:
-            entry = self._live_entry(session)
-            return frozenset(entry[1]) if entry else frozenset()
 
     def forget(self, session: str) -> None:
         """Drop everything recorded for ``session``."""
@@ -166,7 +156,7 @@ class InjectedSkills:
             self.flush()
 
     def flush(self) -> None:
-        """Write the current state now (atomically: temp file, then rename)."""
+        """Write the current state now, atomically."""
         if self.path is None:
             return
         self._dirty.clear()
@@ -174,13 +164,10 @@ class InjectedSkills:
             self._expire()
             rows = [[key, seen, sorted(names)] for key, (seen, names) in self._sessions.items()]
         payload = json.dumps({"version": FORMAT_VERSION, "sessions": rows}, ensure_ascii=False).encode("utf-8")
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(payload)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, payload)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             self._log_once(logging.WARNING, f"cannot save {self.path} ({exc.strerror or exc})")
 
     def close(self) -> None:

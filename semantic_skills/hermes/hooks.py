@@ -19,9 +19,11 @@ import logging
 import sys
 
 from ..gates import is_small_talk
-from ..injection import OPEN_TAG, is_injected
-from ..service import FAILED, MAX_TEXT_CHARS, TIMEOUT, WAITING_FOR_INDEX, Reply, result_within
-from ..settings import disabled_skill_names
+from ..injection import OPEN_TAG, inject, is_injected, skill_block
+from ..limits import MAX_MESSAGE_CHARS
+from ..worker.pending import result_within
+from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply
+from .config import disabled_skill_names
 from .dedupe import agent_session, gateway_session
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
@@ -43,33 +45,34 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     platform = getattr(getattr(source, "platform", None), "value", None) or ""
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
                        session_key=session_key, session_id=_peek_session_id(session_store, session_key),
-                       text=text[:MAX_TEXT_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
-    if not _wants_routing(text):
-        rt.turns.record(turn)
-        return None
+                       text=text[:MAX_MESSAGE_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
+    rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text) else None
+    rt.turns.record(turn)
+    return rewrite
+
+
+def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict | None:
+    """Decide ``turn`` within the gateway's budget: the rewrite, or None (and the turn says why)."""
+    settings = rt.settings()  # a changed index folder or embedder restarts the worker here
     if not rt.client.ready:
         rt.client.start()
-        if rt.client.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
+        if rt.client.status.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
             rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
                                       "through and get their skill just before the model call")
             turn.outcome = DEFERRED
-        rt.turns.record(turn)
         return None
-    decision = rt.client.route_async(text, disabled_skill_names(platform, rt.home),
-                                     rt.settings().max_skill_chars)
+    decision = rt.client.route_async(text, disabled_skill_names(rt.config(), turn.platform), settings.floor)
     reply = result_within(decision, rt.route_timeout())
     if reply.status == TIMEOUT:
         rt.log_once(logging.INFO, f"a routing answer took longer than {rt.route_timeout() * 1000:.0f} ms; "
                                   "late skills are added just before the model call")
         turn.outcome, turn.decision = PENDING, decision
-        rt.turns.record(turn)
         return None
-    skill, block = _skill_and_block(rt, reply)
-    if skill and rt.injected.claim(gateway_session(session_key, turn.session_id), skill):
-        turn.outcome, turn.skill, turn.block = INJECTED, skill, block
-        rt.turns.record(turn)
-        return {"action": "rewrite", "text": block + text}  # == injection.inject(text, ...)
-    rt.turns.record(turn)
+    answer = _routed_skill(rt, reply)
+    if answer and rt.injected.claim(gateway_session(turn.session_key, turn.session_id), answer["skill"]):
+        turn.outcome, turn.skill = INJECTED, answer["skill"]
+        turn.block = _block(answer, settings.max_skill_chars)
+        return {"action": "rewrite", "text": inject(text, turn.block)}
     return None
 
 
@@ -84,9 +87,8 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
         return _finish_gateway_turns(rt, turns, session_id, user_message)
     if rt.turns.is_gateway_session(session_id) or INJECTION_MARK in user_message or is_small_talk(user_message):
         return None  # the gateway hook already decided, or the turn carries a skill, or needs none
-    reply = rt.client.route(user_message, disabled_skill_names(platform, rt.home), rt.context_chars(),
-                            AGENT_ANSWER_TIMEOUT_SECONDS, wait_ready=rt.settings().warmup_wait_seconds)
-    return _context(rt, reply, agent_session(session_id or ""))
+    answer = _routed_skill(rt, _route(rt, user_message, platform))
+    return _context(rt, answer, agent_session(session_id or ""), rt.context_chars())
 
 
 def on_session_reset(rt: PluginRuntime, session_id=None, old_session_id=None, new_session_id=None, **_) -> None:
@@ -106,43 +108,57 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
             return None
         return {"context": injected[0].block}  # another plugin's rewrite replaced ours
     for turn in turns:
-        if turn.outcome == PENDING:
-            reply = result_within(turn.decision, rt.settings().warmup_wait_seconds)
-            block_limit = rt.context_block_limit()
-            if reply.ok and block_limit and len(reply.data.get("block") or "") > block_limit:
-                reply = _route_again(rt, turn)  # Hermes would spill the gateway-sized block to a file
-        elif turn.outcome == DEFERRED:
-            reply = _route_again(rt, turn)
-        else:
-            continue
-        context = _context(rt, reply, gateway_session(turn.session_key, session_id))
+        context = _late_context(rt, turn, gateway_session(turn.session_key, session_id))
         if context:
             return context
     return None
 
 
-def _route_again(rt: PluginRuntime, turn: GatewayTurn) -> Reply:
-    return rt.client.route(turn.text, disabled_skill_names(turn.platform, rt.home),
-                           rt.context_chars(), AGENT_ANSWER_TIMEOUT_SECONDS,
-                           wait_ready=rt.settings().warmup_wait_seconds)
-
-
-def _context(rt: PluginRuntime, reply: Reply, session: str) -> dict | None:
-    skill, block = _skill_and_block(rt, reply)
-    if skill and rt.injected.claim(session, skill):
-        return {"context": block}
+def _late_context(rt: PluginRuntime, turn: GatewayTurn, session: str) -> dict | None:
+    """The context for a gateway turn whose answer came late, or that was not routed while the worker warmed up."""
+    if turn.outcome == PENDING:
+        answer = _routed_skill(rt, result_within(turn.decision, rt.settings().warmup_wait_seconds))
+        return _context(rt, answer, session, _late_chars(rt, answer))
+    if turn.outcome == DEFERRED:
+        return _context(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform)), session, rt.context_chars())
     return None
 
 
-def _skill_and_block(rt: PluginRuntime, reply: Reply) -> tuple[str | None, str | None]:
+def _late_chars(rt: PluginRuntime, answer: dict | None) -> int:
+    """A late gateway answer keeps the gateway's cap, unless that block is longer than Hermes takes as context."""
+    gateway_chars = rt.settings().max_skill_chars
+    limit = rt.context_block_limit()
+    if answer and limit and len(_block(answer, gateway_chars)) > limit:
+        return rt.context_chars()
+    return gateway_chars
+
+
+def _route(rt: PluginRuntime, text: str, platform: str) -> Reply:
+    """Route ``text`` from the agent's thread, waiting for a cold worker as long as the settings allow."""
+    settings = rt.settings()
+    return rt.client.route(text, disabled_skill_names(rt.config(), platform), AGENT_ANSWER_TIMEOUT_SECONDS,
+                           floor=settings.floor, wait_ready=settings.warmup_wait_seconds)
+
+
+def _context(rt: PluginRuntime, answer: dict | None, session: str, max_chars: int) -> dict | None:
+    if answer and rt.injected.claim(session, answer["skill"]):
+        return {"context": _block(answer, max_chars)}
+    return None
+
+
+def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
+    """The answer when it names a skill to inject; a failed request is logged (each distinct error once)."""
     if not reply.ok:
-        if reply.error != rt.client.detail:  # the worker's own state is logged by the client
+        if reply.error != rt.client.status.detail:  # the worker's own state is logged by the client
             rt.log_once(logging.WARNING, f"routing failed ({reply.status}): {reply.error}")
-        return None, None
-    skill, block = reply.data.get("skill"), reply.data.get("block")
-    if isinstance(skill, str) and isinstance(block, str) and skill and block:
-        return skill, block
-    return None, None
+        return None
+    skill, body = reply.data.get("skill"), reply.data.get("body")
+    return reply.data if isinstance(skill, str) and skill and isinstance(body, str) else None
+
+
+def _block(answer: dict, max_chars: int) -> str:
+    return skill_block(answer["skill"], float(answer.get("score") or 0.0), answer["body"], max_chars,
+                       int(answer.get("omitted") or 0))
 
 
 def _wants_routing(text: str) -> bool:

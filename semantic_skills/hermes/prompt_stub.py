@@ -14,7 +14,7 @@ import logging
 import sys
 from typing import Callable
 
-from ..service import OnceLogger
+from ..logs import OnceLogger
 
 SUPPORTED_HERMES = "0.19."
 EXPECTED_PARAMETERS = ("available_tools", "available_toolsets", "compact_categories")

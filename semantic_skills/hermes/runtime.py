@@ -1,7 +1,10 @@
 """The plugin's long-lived state inside a Hermes process: one per Hermes home.
 
 Everything here is cheap to create and imports nothing heavy: routing runs in
-the worker process that :class:`~semantic_skills.service.RouterClient` starts.
+the worker process that :class:`~semantic_skills.worker.client.RouterClient`
+starts. Settings are read again whenever ``config.yaml`` changes: the ones a
+message uses apply to the next message, and a changed index folder or
+embedder restarts the worker with them.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import threading
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..service import RouterClient, OnceLogger, logger
-from ..settings import Settings, default_index_dir, hermes_home, load_hermes_config, load_settings
+from ..logs import OnceLogger, logger
+from ..worker.client import RouterClient
+from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings
 from .dedupe import InjectedSkills
 from .turns import TurnLedger
 
@@ -31,37 +35,48 @@ class PluginRuntime:
     def __init__(self, home: Path):
         self.home = home
         self.log_once = OnceLogger()
-        self._settings_source: object = None
-        self._settings = Settings()
-        settings = self.settings()
-        self.index_dir = default_index_dir(settings, home)
-        self.client = RouterClient(self.index_dir, inactive_environments=inactive_environments)
+        self._settings_source = self.config()
+        self._settings = settings = self._parse(self._settings_source)
+        self.client = RouterClient(index_dir(settings, home), settings.embedder,
+                                   inactive_environments=inactive_environments)
         self.injected = InjectedSkills(home / "semantic-skills" / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
 
-    def settings(self) -> Settings:
+    @property
+    def index_dir(self) -> Path:
+        """The index folder the routing worker serves."""
+        return self.client.index_dir
+
+    def config(self) -> dict:
+        """Hermes' ``config.yaml`` as parsed: the same object while the file is unchanged."""
+        return load_config(self.home)
+
+    def settings(self) -> PluginSettings:
         """The current settings; re-read when config.yaml changes, defaults when invalid."""
-        config = load_hermes_config(self.home)
+        config = self.config()
         if config is self._settings_source:
             return self._settings
+        settings = self._parse(config)
+        self._settings_source, self._settings = config, settings
+        self.injected.max_sessions = settings.dedupe_max_sessions
+        self.injected.ttl_seconds = settings.dedupe_ttl_seconds
+        self.client.configure(index_dir(settings, self.home), settings.embedder)
+        return settings
+
+    def _parse(self, config: dict) -> PluginSettings:
         try:
-            settings = load_settings(self.home)
+            return plugin_settings(config)
         except ConfigError as exc:
             self.log_once(logging.WARNING, f"invalid settings under plugins.entries.semantic-skills.settings in "
                                            f"{self.home / 'config.yaml'}: {exc}; using the defaults")
-            settings = Settings()
-        self._settings_source, self._settings = config, settings
-        if hasattr(self, "injected"):
-            self.injected.max_sessions = settings.dedupe_max_sessions
-            self.injected.ttl_seconds = settings.dedupe_ttl_seconds
-        return settings
+            return PluginSettings()
 
     def route_timeout(self) -> float:
         """How long the gateway loop may wait for a routing answer, in seconds."""
         ms = self.settings().route_timeout_ms
         if not ms:
-            ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
+            ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.status.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
         return ms / 1000.0
 
     def context_block_limit(self) -> int | None:

@@ -7,15 +7,14 @@ import json
 import os
 import sys
 
-from ..service import INDEX_MISSING
-from ..settings import disabled_skill_names
+from ..injection import cap_body
+from ..limits import MAX_QUERY_CHARS
+from ..worker.protocol import DEFAULT_SEARCH_RESULTS, INDEX_MISSING, MAX_SEARCH_RESULTS
+from .config import disabled_skill_names
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 
 NAME = "search_skills"
 TOOLSET = "semantic_skills"
-DEFAULT_LIMIT = 3
-MAX_LIMIT = 10
-MAX_QUERY_CHARS = 2000
 
 SCHEMA = {
     "name": NAME,
@@ -27,8 +26,8 @@ SCHEMA = {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "The task, in a few plain words."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                      "description": f"How many skills to list (default {DEFAULT_LIMIT})."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_RESULTS,
+                      "description": f"How many skills to list (default {DEFAULT_SEARCH_RESULTS})."},
         },
         "required": ["query"],
     },
@@ -48,28 +47,36 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         query = args.get("query") if isinstance(args, dict) else None
         if not isinstance(query, str) or not query.strip():
             return _error("invalid_arguments", "query must be a non-empty string")
-        limit = args.get("limit", DEFAULT_LIMIT)
+        limit = args.get("limit", DEFAULT_SEARCH_RESULTS)
         if isinstance(limit, bool) or not isinstance(limit, (int, float, str)):
-            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_LIMIT}")
+            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_SEARCH_RESULTS}")
         try:
-            limit = max(1, min(MAX_LIMIT, int(limit)))
+            limit = max(1, min(MAX_SEARCH_RESULTS, int(limit)))
         except ValueError:
-            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_LIMIT}")
+            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_SEARCH_RESULTS}")
         query = query.strip()[:MAX_QUERY_CHARS]
         platform = current_platform()
         settings = rt.settings()
         rt.client.start()
-        reply = rt.client.search(query, limit, disabled_skill_names(platform, rt.home),
-                                 settings.max_tool_chars, AGENT_ANSWER_TIMEOUT_SECONDS,
-                                 wait_ready=settings.warmup_wait_seconds)
+        reply = rt.client.search(query, limit, disabled_skill_names(rt.config(), platform),
+                                 AGENT_ANSWER_TIMEOUT_SECONDS, wait_ready=settings.warmup_wait_seconds)
         if reply.status == INDEX_MISSING:
             return _error(INDEX_MISSING, f"there is no skill index yet; {BUILD_HINT}")
         if not reply.ok:
             return _error(reply.status, reply.error or "skill search is unavailable right now")
         return json.dumps({"query": query, "results": reply.data.get("results", []),
-                           "best": reply.data.get("best")}, ensure_ascii=False)
+                           "best": _best(reply.data.get("best"), settings.max_tool_chars)}, ensure_ascii=False)
     except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise
         return _error("error", f"search_skills failed: {type(exc).__name__}: {exc}")
+
+
+def _best(best, max_chars: int) -> dict | None:
+    """The best match with its body capped at ``max_chars`` (``truncated`` says whether it was)."""
+    if not isinstance(best, dict) or not isinstance(best.get("body"), str):
+        return None
+    name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
+    return {"name": name, "content": cap_body(name, body, max_chars, omitted),
+            "truncated": len(body) + omitted > max_chars}
 
 
 def current_platform() -> str:

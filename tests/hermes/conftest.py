@@ -70,7 +70,7 @@ def plugin_manager(hermes_home):
         manager.discover_and_load(force=True)
         runtime = current_runtime()
         assert runtime is not None and runtime.home == hermes_home.path
-        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield manager
         runtime.close()
 

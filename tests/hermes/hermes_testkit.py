@@ -116,7 +116,7 @@ def worker_processes(index_dir: Path) -> dict[int, int]:
             status = (proc / "status").read_text()
         except OSError:
             continue
-        if b"semantic_skills.service" in command and str(index_dir).encode() in command:
+        if b"semantic_skills.worker" in command and any(str(index_dir).encode() in part for part in command):
             found[int(proc.name)] = int(status.split("PPid:")[1].split()[0])
     return found
 

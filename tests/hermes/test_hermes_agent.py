@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fake_llm import FakeChatServer
-from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
+
+from fake_llm import FakeChatServer
+from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
@@ -54,13 +55,13 @@ def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm,
     for message in (DOCKER, "thanks!", "What's a good recipe for banana bread?"):
         history = agent.run_conversation(message, conversation_history=history)["messages"]
 
-    skills_before = runtime.client.skills
+    skills_before = runtime.client.status.skills
     skill = hermes_home.path / "skills" / "baking" / "sourdough-starter" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text(textwrap.dedent(SOURDOUGH_SKILL), encoding="utf-8")
     build_index(hermes_home.path)
     # the running worker picks the rebuilt index up by itself, with no restart
-    assert wait_until(lambda: runtime.client.skills == skills_before + 1, timeout=60)
+    assert wait_until(lambda: runtime.client.status.skills == skills_before + 1, timeout=60)
     make_agent(llm, "stable-session-2").run_conversation(SOURDOUGH)
 
     requests = llm.chat_requests()[start:]

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import yaml
+
 from hermes_testkit import PLUGIN, REPO, git, run_hermes, subprocess_env
 
 HOOKS = {"pre_gateway_dispatch", "pre_llm_call", "on_session_reset"}

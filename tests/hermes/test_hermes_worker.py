@@ -12,11 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
 
 from semantic_skills.hermes import hooks, tool
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.service import WAITING_FOR_INDEX
+from semantic_skills.worker.protocol import FAILED, WAITING_FOR_INDEX
+
+from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 
@@ -47,14 +48,16 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
     try:
         with caplog.at_level(logging.INFO, logger="semantic_skills"):
             rt.start()
-            assert wait_until(lambda: rt.client.state == WAITING_FOR_INDEX, timeout=60)
+            assert wait_until(lambda: rt.client.status.state == WAITING_FOR_INDEX, timeout=60)
             assert [one_message(n) for n in range(3)] == [(None, None)] * 3
             warnings_after_three = semantic_warnings(caplog)
             assert [one_message(n) for n in range(3, 10)] == [(None, None)] * 7
             found = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
 
             build_index(home, "--skills-dir", str(EXAMPLE_SKILLS), "--index-dir", str(index_dir))
-            assert rt.client.wait_ready(240), rt.client.detail
+            # the worker looks for the index once a second: until it sees it, wait_ready returns at once
+            assert wait_until(lambda: rt.client.status.state != WAITING_FOR_INDEX, timeout=30)
+            assert rt.client.wait_ready(240), rt.client.status.detail
             later = hooks.pre_llm_call(rt, session_id="cli-after-build", user_message=DOCKER, platform="cli",
                                        sender_id="")
     finally:
@@ -79,7 +82,7 @@ def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes
         try:
             reported = lambda: [m for m in semantic_warnings(caplog) if "kept the previous index" in m]  # noqa: E731
             assert wait_until(lambda: reported(), timeout=30)
-            answers = [runtime.client.route(DOCKER, (), 16000, timeout=30) for _ in range(3)]
+            answers = [runtime.client.route(DOCKER, (), timeout=30) for _ in range(3)]
             wait_until(lambda: False, timeout=2.5)  # a few more reload checks
         finally:
             publish(good)
@@ -94,17 +97,17 @@ def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
     os.kill(workers.pop(), signal.SIGKILL)
 
     assert wait_until(lambda: not runtime.client.ready, timeout=30)
-    assert runtime.client.wait_ready(240), runtime.client.detail
-    answer = runtime.client.route(DOCKER, (), 16000, timeout=30)
+    assert runtime.client.wait_ready(240), runtime.client.status.detail
+    answer = runtime.client.route(DOCKER, (), timeout=30)
     assert answer.ok and answer.data["skill"] == "docker-compose-debug"
 
 
 HOST = textwrap.dedent("""
     import sys, time
-    from semantic_skills.service import RouterClient
+    from semantic_skills.worker.client import RouterClient
     client = RouterClient(sys.argv[1])
     client.start()
-    while client.state != "waiting_for_index":
+    while client.status.state != "waiting_for_index":
         time.sleep(0.05)
     print("ready", flush=True)
     time.sleep(600)
@@ -125,3 +128,46 @@ def test_worker_exits_when_its_host_is_killed(tmp_path):
         host.wait()
 
     assert wait_until(lambda: not worker_processes(index_dir), timeout=30)
+
+
+def test_a_changed_threshold_applies_to_the_next_message_without_any_restart(gateway, runtime, hermes_home):
+    workers = set(worker_processes(hermes_home.index_dir))
+    before = gateway.send(DOCKER, gateway.new_user())
+    write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000, threshold=0.95)
+    try:
+        raised = gateway.send(DOCKER, gateway.new_user())
+    finally:
+        write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000)
+    restored = gateway.send(DOCKER, gateway.new_user())
+
+    assert before.text.startswith('<skill-context name="docker-compose-debug"')
+    assert raised.text == DOCKER and raised.context == ""
+    assert restored.text.startswith('<skill-context name="docker-compose-debug"')
+    assert set(worker_processes(hermes_home.index_dir)) == workers and runtime.client.ready
+
+
+def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_runtime(tmp_path, hermes_home):
+    home = tmp_path / "home"
+    home.mkdir()
+    write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
+    rt = PluginRuntime(home)
+
+    def route(number: int):
+        return hooks.pre_llm_call(rt, session_id=f"cli-{number}", user_message=DOCKER, platform="cli", sender_id="")
+
+    try:
+        rt.start()
+        assert rt.client.wait_ready(240), rt.client.status.detail
+        first_worker = rt.client._process.pid
+        write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240, embedder="onnx")
+        refused = route(1)
+        assert wait_until(lambda: rt.client.status.state == FAILED, timeout=240), rt.client.status.detail
+        refusal, onnx_worker = rt.client.status.detail, rt.client._process.pid
+        write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
+        routed, last_worker = route(2), rt.client._process.pid
+    finally:
+        rt.close()
+
+    assert refused is None and "the configured embedder is onnx" in refusal
+    assert len({first_worker, onnx_worker, last_worker}) == 3
+    assert routed["context"].startswith('<skill-context name="docker-compose-debug"')

@@ -16,8 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from reliability_kit import (KEY_ENV, WORKER_READY_SECONDS, make_home, plugin_loaded, write_forbidden_skills,
-                             write_oversized_skill)
+from reliability_kit import (
+    KEY_ENV,
+    WORKER_READY_SECONDS,
+    make_home,
+    plugin_loaded,
+    write_forbidden_skills,
+    write_oversized_skill,
+)
 from support import FakeEmbeddingServer
 
 
@@ -35,14 +41,15 @@ class LoadedPlugin:
 def plugin(tmp_path_factory, bundled_embedder):
     """The session's Hermes home with the plugin loaded and its worker warm (see the module docstring)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     home = make_home(tmp_path_factory.mktemp("reliability"), {"route_timeout_ms": 10000})
     write_forbidden_skills(home / "skills")
     write_oversized_skill(home / "skills")
     build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=bundled_embedder)
     with plugin_loaded(home) as runtime:
-        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield LoadedPlugin(home, runtime)
 
 

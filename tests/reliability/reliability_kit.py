@@ -20,7 +20,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hermes"))  # hermes_testkit
 
-from semantic_skills.embedders import Embedder, EmbedderIdentity  # noqa: E402
+from semantic_skills.embedders.base import Embedder, EmbedderIdentity  # noqa: E402
+
 from support import EXAMPLES, REPO, write_skill  # noqa: E402
 
 WORKER_READY_SECONDS = 240

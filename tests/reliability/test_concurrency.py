@@ -12,17 +12,19 @@ import time
 from pathlib import Path
 
 import pytest
-from hermes_testkit import Gateway, wait_until
 
-from reliability_kit import KEY_ENV, HashingEmbedder, litellm_settings, make_home
-from support import EXAMPLES, REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.index import LOCK
+from semantic_skills.index.store import LOCK
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+
+from hermes_testkit import Gateway, wait_until
+from reliability_kit import KEY_ENV, HashingEmbedder, litellm_settings, make_home
+from support import EXAMPLES, REPO, FakeEmbeddingServer, write_skill
 
 READERS = 8
 HERE = Path(__file__).resolve().parent
@@ -45,7 +47,8 @@ REBUILDER = textwrap.dedent("""
     sys.path[:0] = [{kit!r}, {tests!r}]
     from reliability_kit import HashingEmbedder
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings, SkillsRoot
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
 
     folders, index_dir, rounds = sys.argv[1:3], sys.argv[3], int(sys.argv[4])
     for n in range(rounds):
@@ -153,7 +156,7 @@ def remote_setup(tmp_path, monkeypatch):
         rt = PluginRuntime(home)
         rt.start()
         try:
-            assert rt.client.wait_ready(120), rt.client.detail
+            assert rt.client.wait_ready(120), rt.client.status.detail
             yield rt, server, alpha, beta, index_dir, embedder
         finally:
             rt.close()

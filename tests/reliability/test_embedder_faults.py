@@ -15,19 +15,23 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hermes_testkit import Gateway, wait_until, write_settings
 
-from reliability_kit import KEY_ENV, litellm_settings, make_home
-from support import EXAMPLES, closed_port_url
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.embedders import LiteLLMEmbedder, SentenceTransformerEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
+from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 from semantic_skills.errors import EmbedderError, EmbedderMismatch
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.router import SkillRouter
-from semantic_skills.service import OK, READY, TIMEOUT, UNAVAILABLE, RouterClient
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.protocol import OK, READY, TIMEOUT, UNAVAILABLE
+
+from hermes_testkit import Gateway, wait_until, write_settings
+from reliability_kit import KEY_ENV, litellm_settings, make_home
+from support import EXAMPLES, closed_port_url
 
 MODEL = "openai/fake-embed"
 DOCKER = "docker compose services keep restarting or cannot reach each other"  # close to the skill for the fake vectors
@@ -180,7 +184,7 @@ def start_remote_runtime(embedding_server, litellm_index, tmp_path, monkeypatch)
         monkeypatch.setenv("HERMES_HOME", str(home))
         started.append(PluginRuntime(home))
         started[-1].start()
-        assert started[-1].client.wait_ready(READY_SECONDS), started[-1].client.detail
+        assert started[-1].client.wait_ready(READY_SECONDS), started[-1].client.status.detail
         return started[-1]
 
     yield start
@@ -282,20 +286,20 @@ def test_the_worker_refuses_a_dimension_change_and_messages_pass_through_with_on
     assert len(failures) == 1 and "\n" not in failures[0].getMessage()
 
 
-def test_a_worker_that_never_answers_is_restarted(litellm_index, embedding_server, _isolated_hermes_home):
-    write_settings(_isolated_hermes_home, **litellm_settings(embedding_server.url))
-    client = RouterClient(litellm_index, restart_delays=(0.2,), stall_seconds=2.0)
+def test_a_worker_that_never_answers_is_restarted(litellm_index, embedding_server):
+    embedder = EmbedderSettings.from_mapping(litellm_settings(embedding_server.url)["embedder"])
+    client = RouterClient(litellm_index, embedder, restart_delays=(0.2,), stall_seconds=2.0)
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.detail
+        assert client.wait_ready(READY_SECONDS), client.status.detail
         hung = client._process.pid
         os.kill(hung, signal.SIGSTOP)
-        stuck = client.route_async(DOCKER, (), 16000)
+        stuck = client.route_async(DOCKER, ())
 
         assert stuck.result(timeout=30).status == UNAVAILABLE  # the stuck request fails instead of hanging
         assert wait_until(lambda: client._process is not None and client._process.pid != hung, timeout=30)
-        assert client.wait_ready(READY_SECONDS), client.detail
-        answer = client.route(DOCKER, (), 16000, timeout=30)
+        assert client.wait_ready(READY_SECONDS), client.status.detail
+        answer = client.route(DOCKER, (), timeout=30)
         assert answer.status == OK and answer.data["skill"] == "docker-compose-debug"
     finally:
         client.close()
@@ -309,10 +313,10 @@ def test_a_request_to_a_worker_that_never_answers_times_out_within_its_budget(li
     client = RouterClient(litellm_index, restart_delays=(60,))
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.detail
-        assert client.state == READY
+        assert client.wait_ready(READY_SECONDS), client.status.detail
+        assert client.status.state == READY
         os.kill(client._process.pid, signal.SIGSTOP)
-        reply, seconds = timed(lambda: client.route(DOCKER, (), 16000, timeout=0.2))
+        reply, seconds = timed(lambda: client.route(DOCKER, (), timeout=0.2))
         assert reply.status == TIMEOUT and seconds < 0.2 + 1.5
     finally:
         os.kill(client._process.pid, signal.SIGKILL)
@@ -324,7 +328,7 @@ def test_model_files_gone_after_the_build_let_every_message_through_with_one_log
     import json
     import shutil
 
-    from semantic_skills.service import FAILED
+    from semantic_skills.worker.protocol import FAILED
 
     index_dir, model = tmp_path / "index", tmp_path / "model-folder-since-deleted"
     shutil.copytree(examples_index, index_dir)
@@ -339,7 +343,7 @@ def test_model_files_gone_after_the_build_let_every_message_through_with_one_log
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
         rt.start()
         try:
-            assert wait_until(lambda: rt.client.state == FAILED, timeout=READY_SECONDS), rt.client.state
+            assert wait_until(lambda: rt.client.status.state == FAILED, timeout=READY_SECONDS), rt.client.status.state
             outcomes = [timed(lambda n=n: gateway_message(rt, gateway, f"{DOCKER} ({n})")) for n in range(20)]
             contexts = [hooks.pre_llm_call(rt, session_id=f"cli-{n}", user_message=DOCKER, platform="cli",
                                            sender_id="") for n in range(5)]

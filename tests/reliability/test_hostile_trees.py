@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reliability_kit import HashingEmbedder, refuse_unreadable_paths
-from support import EXAMPLES, write_skill
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.index import read_manifest
+from semantic_skills.index.manifest import read_manifest
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
-from semantic_skills.skills import MAX_DESCRIPTION_CHARS, MAX_FIELD_NODES, MAX_SKILL_BYTES, discover_skills
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import MAX_SKILL_BYTES, SkillsRoot, discover_skills
+from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, MAX_FIELD_NODES
+
+from reliability_kit import HashingEmbedder, refuse_unreadable_paths
+from support import EXAMPLES, write_skill
 
 BUILD_SECONDS = 600  # a bad file must never hang the build; this is far beyond a healthy build
 

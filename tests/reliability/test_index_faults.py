@@ -21,20 +21,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hermes_testkit import Gateway, wait_until
 
-from reliability_kit import KEY_ENV, litellm_settings, make_home
-from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
-from semantic_skills.embedders import LiteLLMEmbedder
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import SemanticSkillsError
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.index import MANIFEST, load_index
+from semantic_skills.index.manifest import MANIFEST
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.service import FAILED, READY, WAITING_FOR_INDEX
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX
+
+from hermes_testkit import Gateway, wait_until
+from reliability_kit import KEY_ENV, litellm_settings, make_home
+from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
 
 PDF = "convert this scanned PDF into markdown"
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
@@ -253,7 +256,8 @@ def test_the_hook_over_a_faulty_index_lets_every_message_through_and_logs_once(r
     with caplog.at_level(logging.DEBUG):
         rt.start()
         try:
-            assert wait_until(lambda: rt.client.state in (FAILED, WAITING_FOR_INDEX), timeout=120), rt.client.state
+            status = rt.client.status
+            assert wait_until(lambda: status.state in (FAILED, WAITING_FOR_INDEX), timeout=120), status.state
             outcomes = messages_through_the_hooks(rt, gateway, 40)
         finally:
             rt.close()
@@ -273,7 +277,7 @@ def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_i
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
         rt.start()
         try:
-            assert rt.client.wait_ready(120), rt.client.detail
+            assert rt.client.wait_ready(120), rt.client.status.detail
             staging = tmp_path / "staging"
             shutil.copytree(index_dir, staging)
             flip_exponents(staging)
@@ -285,7 +289,7 @@ def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_i
             assert wait_until(lambda: any("kept the previous index" in r.getMessage() for r in caplog.records), 30)
             outcomes = messages_through_the_hooks(rt, gateway, 20)
             wait_until(lambda: False, timeout=2.5)  # a few more reload checks
-            state = rt.client.state
+            state = rt.client.status.state
         finally:
             rt.close()
 

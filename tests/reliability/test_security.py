@@ -17,17 +17,28 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hermes_testkit import Gateway, subprocess_env
 
-from reliability_kit import (FORBIDDEN, HERMES_NAME_LENGTH, KEY_ENV, OVERSIZED_QUERY, OVERSIZED_SKILL,
-                             WORKER_READY_SECONDS, litellm_settings, make_home, plugin_loaded)
-from support import REPO, FakeEmbeddingServer, write_skill
 from semantic_skills.builder import build_index
-from semantic_skills.embedders import LiteLLMEmbedder
-from semantic_skills.index import load_index
+from semantic_skills.embedders.litellm import LiteLLMEmbedder
+from semantic_skills.index.store import load_index
 from semantic_skills.injection import CLOSE_TAG
-from semantic_skills.settings import EmbedderSettings, SkillsRoot
-from semantic_skills.skills import MAX_DESCRIPTION_CHARS, strip_front_matter
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, strip_front_matter
+
+from hermes_testkit import Gateway, subprocess_env
+from reliability_kit import (
+    FORBIDDEN,
+    HERMES_NAME_LENGTH,
+    KEY_ENV,
+    OVERSIZED_QUERY,
+    OVERSIZED_SKILL,
+    WORKER_READY_SECONDS,
+    litellm_settings,
+    make_home,
+    plugin_loaded,
+)
+from support import REPO, FakeEmbeddingServer, write_skill
 
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
 BLOCK_OVERHEAD = 1000  # delimiters, the note and the truncation line around a capped body
@@ -123,7 +134,7 @@ def remote_plugin(plugin, tmp_path, monkeypatch):
         embedder = LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV)
         build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=embedder)
         with plugin_loaded(home) as runtime:
-            assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.detail
+            assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
             server.requests.clear()
             yield server
 
@@ -247,7 +258,7 @@ GATEWAY_SCRIPT = textwrap.dedent("""
     from pathlib import Path
 
     get_plugin_manager().discover_and_load(force=True)
-    assert current_runtime().client.wait_ready(240), current_runtime().client.detail
+    assert current_runtime().client.wait_ready(240), current_runtime().client.status.detail
     gateway = Gateway(Path({sessions!r}))
     turn = gateway.send({message!r}, gateway.new_user())
     from tools.registry import registry
@@ -298,7 +309,7 @@ def test_importing_litellm_through_the_embedder_loads_no_dotenv_file():
         import json, dotenv
         calls = []
         dotenv.load_dotenv = lambda *args, **kwargs: calls.append(repr(args)) or False
-        from semantic_skills.embedders import LiteLLMEmbedder
+        from semantic_skills.embedders.litellm import LiteLLMEmbedder
         LiteLLMEmbedder("openai/text-embedding-3-small").load()
         print(json.dumps(calls))
         """)
@@ -309,34 +320,32 @@ def test_importing_litellm_through_the_embedder_loads_no_dotenv_file():
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
-def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skill_file(tmp_path, monkeypatch,
-                                                                                      _isolated_hermes_home, canary):
+def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skill_file(tmp_path, monkeypatch, canary):
     """A SKILL.md replaced by a link out of the skills root, or by a FIFO, is never read into a prompt."""
     import shutil
 
-    from hermes_testkit import write_settings
-
-    from semantic_skills.service import OK, RouterClient
+    from semantic_skills.worker.client import RouterClient
+    from semantic_skills.worker.protocol import OK
 
     monkeypatch.setenv(KEY_ENV, "sk-test")
     skills = tmp_path / "skills"
     shutil.copytree(REPO / "examples" / "skills", skills)
     docker = skills / "devops" / "docker-compose-debug" / "SKILL.md"
     with FakeEmbeddingServer() as server:
-        write_settings(_isolated_hermes_home, **litellm_settings(server.url))
         build_index([SkillsRoot(skills)], tmp_path / "index", EmbedderSettings(),
                     embedder=LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
-        client = RouterClient(tmp_path / "index", stall_seconds=60)
+        embedder = EmbedderSettings.from_mapping(litellm_settings(server.url)["embedder"])
+        client = RouterClient(tmp_path / "index", embedder, stall_seconds=60)
         client.start()
         try:
-            assert client.wait_ready(WORKER_READY_SECONDS), client.detail
-            assert client.route(REMOTE_DOCKER, (), 16000, timeout=30).data["skill"] == "docker-compose-debug"
+            assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
+            assert client.route(REMOTE_DOCKER, (), timeout=30).data["skill"] == "docker-compose-debug"
             answers = []
             for replace in (lambda: docker.symlink_to(canary), lambda: os.mkfifo(docker)):
                 docker.unlink()
                 replace()
-                answers.append(client.route(REMOTE_DOCKER, (), 16000, timeout=30))
-                answers.append(client.search(REMOTE_DOCKER, 3, (), 16000, timeout=30))
+                answers.append(client.route(REMOTE_DOCKER, (), timeout=30))
+                answers.append(client.search(REMOTE_DOCKER, 3, (), timeout=30))
         finally:
             client.close()
 

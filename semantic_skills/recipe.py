@@ -1,4 +1,4 @@
-"""What text is embedded for a skill.
+"""The recipe: what text is embedded for a skill.
 
 Each skill becomes one or more texts ("views"); the first is its main vector
 (name, description, folder name and the start of the body), the others are
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 
-from .skills import Skill
+from .skills.parsing import Skill
 
-RECIPE = "v2: main (name + description + folder + first 500 body characters) + up to 4 sentences of description and body prose"
+RECIPE = ("v2: main (name + description + folder + first 500 body characters) "
+          "+ up to 4 sentences of description and body prose")
 BODY_HEAD_CHARS = 500
 MAX_SENTENCE_VIEWS = 4
 MIN_SENTENCE_CHARS = 12

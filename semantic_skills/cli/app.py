@@ -1,0 +1,87 @@
+"""The ``semantic-skills`` command group, its shared options, and the one-line error handling."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..errors import SemanticSkillsError
+from ..settings import EMBEDDER_BACKENDS
+
+
+class _Command(click.Command):
+    """Turns every error into one line on stderr and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except SemanticSkillsError as exc:
+            _fail(str(exc))
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            hint = ""
+            if exc.errno == errno.ENOSPC:
+                hint = "; free some space and run it again (the previous index is unchanged)"
+            _fail(f"{exc.strerror or exc}{where}{hint}")
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            _fail("interrupted", code=130)
+        except Exception as exc:  # noqa: BLE001 - the CLI promises one line, never a traceback
+            if os.environ.get("SEMANTIC_SKILLS_DEBUG"):
+                raise
+            _fail(f"unexpected {type(exc).__name__}: {exc} (set SEMANTIC_SKILLS_DEBUG=1 for a traceback)")
+
+
+class _Group(click.Group):
+    command_class = _Command
+
+
+def _fail(message: str, code: int = 1):
+    click.echo(f"semantic-skills: error: {message}", err=True)
+    sys.exit(code)
+
+
+index_dir_option = click.option(
+    "--index-dir", type=click.Path(file_okay=False, path_type=Path),
+    help="Index folder (default: $SEMANTIC_SKILLS_INDEX_DIR, the index_dir setting, or the plugin's skills_index/).",
+)
+embedder_option = click.option(
+    "--embedder", "backend", type=click.Choice(EMBEDDER_BACKENDS),
+    help="Embedder backend (default: the embedder setting, else sentence-transformers).",
+)
+model_option = click.option(
+    "--model",
+    help="Model for the embedder: a local path or name, or a litellm model such as openai/text-embedding-3-small.",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+
+
+def index_options(command):
+    """``--index-dir``, ``--embedder`` and ``--model``, in that order: what a command needs to open an index."""
+    return index_dir_option(embedder_option(model_option(command)))
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="semantic-skills")
+def main():
+    """Build and query a semantic index of SKILL.md files."""
+
+
+class TerminalBar:
+    """A click progress bar on a terminal; silent elsewhere."""
+
+    def __init__(self, total: int, label: str = "Embedding"):
+        self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
+        self._bar.__enter__()
+
+    def advance(self, count: int) -> None:
+        self._bar.update(count)
+
+    def close(self) -> None:
+        self._bar.__exit__(None, None, None)

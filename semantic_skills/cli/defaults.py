@@ -1,0 +1,71 @@
+"""The command line's defaults, read from the Hermes configuration: settings, index folder, skills roots.
+
+``semantic_skills.hermes.config`` is imported on first use, so ``--help`` and
+``--version`` stay quick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..settings import EmbedderSettings
+
+if TYPE_CHECKING:
+    from ..hermes.config import PluginSettings
+    from ..skills.discovery import SkillsRoot
+
+
+def settings() -> PluginSettings:
+    """The plugin's settings in ``$HERMES_HOME/config.yaml`` (all of them are checked)."""
+    hermes_config = _hermes_config()
+    return hermes_config.plugin_settings(_config())
+
+
+def index_dir(chosen: Path | None) -> Path:
+    """``--index-dir``, else the configured or default index folder."""
+    if chosen:
+        return Path(chosen)
+    hermes_config = _hermes_config()
+    return hermes_config.index_dir(settings(), hermes_config.hermes_home())
+
+
+def skills_roots() -> list[SkillsRoot]:
+    """The Hermes skills folder and every ``skills.external_dirs`` folder."""
+    hermes_config = _hermes_config()
+    return hermes_config.skills_roots(_config(), hermes_config.hermes_home())
+
+
+def disabled_skill_names(platform: str | None) -> frozenset[str]:
+    """``skills.disabled``, plus ``skills.platform_disabled.<platform>`` when a platform is given."""
+    return _hermes_config().disabled_skill_names(_config(), platform)
+
+
+def embedder_settings(backend: str | None, model: str | None) -> EmbedderSettings:
+    """The configured embedder, changed by ``--embedder`` (from that backend's defaults) and ``--model``."""
+    chosen = settings().embedder
+    if backend and backend != chosen.backend:
+        chosen = EmbedderSettings(backend=backend)
+    if model:
+        chosen = replace(chosen, model=model)
+    return chosen
+
+
+def open_router(index_dir_option: Path | None, backend: str | None, model: str | None):
+    """The router over the chosen index with the chosen embedder, loaded (a mismatch is refused here, in one line)."""
+    from ..router import SkillRouter
+
+    return SkillRouter.from_settings(index_dir(index_dir_option), embedder_settings(backend, model),
+                                     explicit=bool(backend or model), floor=settings().floor)
+
+
+def _config() -> dict:
+    hermes_config = _hermes_config()
+    return hermes_config.load_config(hermes_config.hermes_home())
+
+
+def _hermes_config():
+    from ..hermes import config
+
+    return config

@@ -1,0 +1,111 @@
+"""``build`` and ``status``: write the index, and compare it with the skills on disk."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import NoSkillsFound
+from . import defaults
+from .app import TerminalBar, index_dir_option, index_options, json_option, main
+
+
+def _print_build_report(report, as_json: bool) -> None:
+    counts = report.counts()
+    if not as_json:
+        action = "Indexed" if report.wrote else "Index already up to date:"
+        click.echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
+                   f"in {report.seconds:.1f} s")
+        click.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        for skipped in report.skipped:
+            click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+        for dup in report.duplicates:
+            click.echo(f"  duplicate name {dup.name!r}: kept {dup.kept}, ignored {dup.dropped}")
+        for path, warning in report.warnings:
+            click.echo(f"  warning {path}: {warning}")
+        return
+    payload = dict(counts)
+    payload.update(
+        index_dir=str(report.index_dir),
+        embedder=report.embedder,
+        wrote=report.wrote,
+        seconds=round(report.seconds, 3),
+        added_skills=report.added,
+        updated_skills=report.updated,
+        removed_skills=report.removed,
+        skipped_files=[{"path": s.path, "reason": s.reason} for s in report.skipped],
+        duplicates=[{"name": d.name, "kept": d.kept, "dropped": d.dropped} for d in report.duplicates],
+        warnings=[{"path": p, "warning": w} for p, w in report.warnings],
+    )
+    click.echo(json.dumps(payload, ensure_ascii=False))
+
+
+@main.command()
+@click.option("--skills-dir", "skills_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Index the SKILL.md files under DIR instead of the Hermes skills folders. "
+                   "Repeatable; earlier folders win name clashes.")
+@index_options
+@click.option("--full", is_flag=True, help="Re-embed every skill, not only changed ones.")
+@json_option
+def build(skills_dirs, index_dir, backend, model, full, as_json):
+    """Index SKILL.md files (default: $HERMES_HOME/skills and skills.external_dirs).
+
+    Only changed skills are re-embedded; when nothing changed no model is loaded.
+    With --json the last line is a JSON object with the counts.
+    """
+    from ..builder import build_index
+    from ..skills.discovery import SkillsRoot
+
+    roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else defaults.skills_roots()
+    progress = TerminalBar if (sys.stderr.isatty() and not as_json) else None
+    try:
+        report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
+                             full=full, progress=progress)
+    except NoSkillsFound as exc:
+        raise NoSkillsFound(f"{exc}; pass --skills-dir DIR or add folders to skills.external_dirs in "
+                            "$HERMES_HOME/config.yaml") from None
+    _print_build_report(report, as_json)
+
+
+@main.command()
+@index_dir_option
+@json_option
+def status(index_dir, as_json):
+    """Show the index: where it is, which embedder built it, and what changed on disk since."""
+    from ..index.diff import diff_with_disk
+    from ..index.store import load_index
+
+    folder = defaults.index_dir(index_dir)
+    manifest, _vectors = load_index(folder)  # the vectors too: a corrupt index is reported, not shown as fine
+    diff = diff_with_disk(manifest)
+    changed = sorted(record.name for record, _skill in diff.changed())
+    new = sorted(skill.name for skill in diff.added())
+    deleted = sorted(record.name for record in diff.removed())
+    info = {
+        "index_dir": str(folder),
+        "embedder": manifest.embedder.as_dict(),
+        "built_at": manifest.built_at,
+        "skills": len(manifest.skills),
+        "roots": manifest.roots,
+        "changed": changed,
+        "new": new,
+        "deleted": deleted,
+        "up_to_date": not (changed or new or deleted),
+    }
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False))
+        return
+    click.echo(f"index:    {folder}")
+    click.echo(f"embedder: {manifest.embedder.describe()}")
+    click.echo(f"built:    {manifest.built_at}")
+    click.echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
+    if info["up_to_date"]:
+        click.echo("up to date with the skills on disk")
+    for label, names in (("changed", changed), ("new", new), ("deleted", deleted)):
+        if names:
+            click.echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
+    if not info["up_to_date"]:
+        click.echo("run `semantic-skills build` to update the index")

@@ -1,0 +1,116 @@
+"""``search``, ``route`` and ``demo``: what the router makes of a message."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import click
+
+from . import defaults
+from .app import index_options, json_option, main
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", "k", default=5, show_default=True, type=click.IntRange(1, 100), help="How many skills to list.")
+@click.option("--platform", help="Also leave out the skills skills.platform_disabled turns off on this chat platform.")
+@index_options
+@json_option
+def search(query, k, platform, index_dir, backend, model, as_json):
+    """List the skills that best match QUERY, best first (skills.disabled left out)."""
+    router = defaults.open_router(index_dir, backend, model)
+    results = router.search(query, k=k, exclude=defaults.disabled_skill_names(platform))
+    if as_json:
+        click.echo(json.dumps([c.as_dict() for c in results], ensure_ascii=False))
+        return
+    for rank, c in enumerate(results, 1):
+        click.echo(f"{rank:>2}. {c.score:.3f}  {c.name}  {c.description[:100]}")
+
+
+def _decision_line(query, decision) -> str:
+    payload = {"query": query}
+    payload.update(decision.as_dict())
+    return json.dumps(payload, ensure_ascii=False)
+
+
+@main.command()
+@click.argument("message", required=False)
+@click.option("--queries", type=click.File("r", encoding="utf-8"),
+              help='A JSONL file with one {"query": ...} per line; prints one JSON decision per line, in order.')
+@click.option("--platform", help="Route as the hook would for this chat platform (its skills.platform_disabled).")
+@index_options
+@json_option
+def route(message, queries, platform, index_dir, backend, model, as_json):
+    """Decide which skill, if any, would be injected for MESSAGE (skills.disabled left out)."""
+    if (message is None) == (queries is None):
+        raise click.UsageError("give either MESSAGE or --queries FILE")
+    router = defaults.open_router(index_dir, backend, model)
+    exclude = defaults.disabled_skill_names(platform)
+    if queries is None:
+        decision = router.route(message, exclude=exclude)
+        if as_json:
+            click.echo(_decision_line(message, decision))
+        elif decision.skill:
+            click.echo(f"inject {decision.skill.name} (score {decision.score:.3f}): {decision.reason}")
+        else:
+            click.echo(f"inject nothing: {decision.reason}")
+        return
+    for number, line in enumerate(queries, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            query = record["query"] if isinstance(record, dict) else None
+            if not isinstance(query, str):
+                raise ValueError('no string "query" field')
+        except (ValueError, KeyError) as exc:
+            click.echo(json.dumps({"query": None, "skill": None, "score": 0.0,
+                                   "reason": f"line {number}: invalid input ({exc})",
+                                   "candidates": []}))
+            continue
+        click.echo(_decision_line(query, router.route(query, exclude=exclude)))
+
+
+@main.command()
+@click.option("--show", "show_chars", default=300, show_default=True, type=click.IntRange(0, None),
+              help="How many characters of each injected message to print.")
+def demo(show_chars):
+    """Build an index over examples/skills and route the sample messages (offline, no API key)."""
+    from ..builder import build_index
+    from ..embedders.sentence_transformers import SentenceTransformerEmbedder
+    from ..injection import inject, skill_block, skill_body
+    from ..router import SkillRouter
+    from ..settings import EmbedderSettings
+    from ..skills.discovery import SkillsRoot
+
+    skills_dir = EXAMPLES_DIR / "skills"
+    messages_file = EXAMPLES_DIR / "messages.txt"
+    if not skills_dir.is_dir() or not messages_file.is_file():
+        raise click.ClickException(f"the examples are missing from {EXAMPLES_DIR}; run the demo from a source checkout")
+    lines = messages_file.read_text(encoding="utf-8").splitlines()
+    messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
+    embedder = SentenceTransformerEmbedder()
+    with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
+        report = build_index([SkillsRoot(skills_dir)], Path(tmp), EmbedderSettings(), embedder=embedder)
+        click.echo(f"Built an index of {report.skills} example skills with {report.embedder} "
+                   f"in {report.seconds:.1f} s\n")
+        router = SkillRouter.open(tmp, embedder=embedder)
+        for message in messages:
+            decision = router.route(message)
+            click.echo(f"> {message}")
+            if decision.skill is None:
+                best = decision.candidates[0] if decision.candidates else None
+                nearest = f"; nearest {best.name} at {best.score:.3f}" if best else ""
+                click.echo(f"  inject nothing ({decision.reason}{nearest})\n")
+                continue
+            click.echo(f"  inject {decision.skill.name} (score {decision.score:.3f})")
+            body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
+            text = inject(message, skill_block(decision.skill.name, decision.score, body))
+            if show_chars:
+                more = len(text) - show_chars
+                preview = text if more <= 0 else text[:show_chars] + f"... [{more} more characters]"
+                click.echo("  " + preview.replace("\n", "\n  ") + "\n")

@@ -1,0 +1,149 @@
+"""The manifest: what an index holds besides its vectors, and how it reads from ``manifest.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..embedders.base import EmbedderIdentity
+from ..errors import IndexCorrupt, IndexMissing
+from ..skills.parsing import Skill
+
+FORMAT = "semantic-skills-index"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class SkillRecord:
+    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``."""
+
+    name: str
+    folder: str
+    path: str
+    content_hash: str
+    category: str
+    description: str
+    platforms: tuple[str, ...]
+    environments: tuple[str, ...]
+    tags: tuple[str, ...]
+    external: bool
+    row_start: int
+    row_count: int
+
+    @classmethod
+    def from_skill(cls, skill: Skill, row_start: int, row_count: int) -> "SkillRecord":
+        return cls(
+            skill.name, skill.folder, skill.path, skill.content_hash, skill.category, skill.description,
+            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count,
+        )
+
+    def to_skill(self) -> Skill:
+        """The record as a body-less :class:`Skill` (for reuse by discovery)."""
+        return Skill(
+            name=self.name, description=self.description, category=self.category, path=self.path,
+            folder=self.folder, content_hash=self.content_hash, platforms=self.platforms,
+            environments=self.environments, tags=self.tags, external=self.external,
+        )
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name, "folder": self.folder, "path": self.path, "hash": self.content_hash,
+            "category": self.category, "description": self.description,
+            "platforms": list(self.platforms), "environments": list(self.environments), "tags": list(self.tags),
+            "external": self.external,
+            "rows": [self.row_start, self.row_count],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SkillRecord":
+        start, count = data["rows"]
+        return cls(
+            str(data["name"]), str(data.get("folder", "")), str(data["path"]), str(data["hash"]),
+            str(data.get("category", "")), str(data.get("description", "")),
+            tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
+            tuple(str(t) for t in data.get("tags", ())),
+            bool(data.get("external", False)), int(start), int(count),
+        )
+
+
+@dataclass
+class Manifest:
+    """Everything about an index except the vectors themselves."""
+
+    embedder: EmbedderIdentity
+    recipe: str
+    skills: list[SkillRecord]
+    vectors_file: str
+    rows: int
+    built_at: str = ""
+    roots: list[str] = field(default_factory=list)
+    router: dict = field(default_factory=dict)
+    vectors_sha256: str = ""  # empty in indexes built before checksums were recorded
+
+    def as_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "built_at": self.built_at,
+            "embedder": self.embedder.as_dict(),
+            "document_text": self.recipe,
+            "roots": self.roots,
+            "vectors": {"file": self.vectors_file, "rows": self.rows, "sha256": self.vectors_sha256},
+            "router": self.router,
+            "skills": [s.as_dict() for s in self.skills],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Manifest":
+        if data.get("format") != FORMAT:
+            raise ValueError("not a semantic-skills manifest")
+        if data.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"index format version {data.get('format_version')} is not {FORMAT_VERSION}")
+        vectors = data["vectors"]
+        return cls(
+            embedder=EmbedderIdentity.from_dict(data["embedder"]),
+            recipe=str(data["document_text"]),
+            skills=[SkillRecord.from_dict(s) for s in data["skills"]],
+            vectors_file=str(vectors["file"]),
+            rows=int(vectors["rows"]),
+            built_at=str(data.get("built_at", "")),
+            roots=[str(r) for r in data.get("roots", [])],
+            router=dict(data.get("router") or {}),
+            vectors_sha256=str(vectors.get("sha256") or ""),
+        )
+
+    def check_consistent(self) -> None:
+        """Raise ``ValueError`` unless skill rows tile ``[0, rows)`` exactly."""
+        expected = 0
+        for record in self.skills:
+            if record.row_start != expected or record.row_count < 1:
+                raise ValueError(f"skill {record.name!r} has rows out of step with the vectors")
+            expected += record.row_count
+        if expected != self.rows:
+            raise ValueError(f"manifest lists {expected} vector rows but records {self.rows}")
+
+
+def fix_hint(index_dir: Path) -> str:
+    """How to repair a broken index, for the end of an error message."""
+    return f"rebuild it with: semantic-skills build --full --index-dir {index_dir}"
+
+
+def read_manifest(index_dir: Path) -> Manifest:
+    """Read and validate ``manifest.json``; raises IndexMissing or IndexCorrupt."""
+    path = Path(index_dir) / MANIFEST
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise IndexMissing(
+            f"no skill index in {index_dir}; build one with: semantic-skills build --index-dir {index_dir}"
+        ) from None
+    except OSError as exc:
+        raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        manifest = Manifest.from_dict(json.loads(raw))
+        manifest.check_consistent()
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IndexCorrupt(f"the index manifest {path} is corrupt ({exc}); {fix_hint(index_dir)}") from None
+    return manifest

@@ -1,0 +1,177 @@
+"""Reading and publishing an index folder's files, under its build lock."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import BuildLocked, IndexCorrupt, first_line
+from ..files import Stamp, atomic_write, file_stamp, replacing
+from .manifest import MANIFEST, Manifest, fix_hint, read_manifest
+
+LOCK = ".lock"
+
+
+def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
+    """Load the FAISS file named by ``manifest`` as a ``(rows, dim)`` float32 array."""
+    import faiss
+
+    path = Path(index_dir) / manifest.vectors_file
+    if not path.is_file():
+        raise IndexCorrupt(f"the index vectors file {path} is missing; {fix_hint(index_dir)}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise IndexCorrupt(
+            f"cannot read the index vectors {path} ({exc.strerror or exc}); {fix_hint(index_dir)}"
+        ) from None
+    if manifest.vectors_sha256 and hashlib.sha256(raw).hexdigest() != manifest.vectors_sha256:
+        raise IndexCorrupt(
+            f"the index vectors {path} do not match the checksum in the manifest; {fix_hint(index_dir)}"
+        )
+    try:
+        index = faiss.deserialize_index(np.frombuffer(raw, dtype=np.uint8))
+        vectors = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * index.d).reshape(index.ntotal, index.d)
+        vectors = np.array(vectors, dtype=np.float32, copy=True)
+    except Exception as exc:
+        raise IndexCorrupt(f"cannot read the index vectors {path} ({first_line(exc)}); {fix_hint(index_dir)}") from None
+    if vectors.shape[0] != manifest.rows:
+        raise IndexCorrupt(
+            f"the index vectors hold {vectors.shape[0]} rows but the manifest expects {manifest.rows}; "
+            f"{fix_hint(index_dir)}"
+        )
+    if manifest.embedder.dimension and vectors.shape[1] != manifest.embedder.dimension:
+        raise IndexCorrupt(
+            f"the index vectors are {vectors.shape[1]}-d but the manifest says "
+            f"{manifest.embedder.dimension}-d; {fix_hint(index_dir)}"
+        )
+    if not np.isfinite(vectors).all():
+        raise IndexCorrupt(f"the index vectors contain NaN or infinite values; {fix_hint(index_dir)}")
+    return vectors
+
+
+def load_index(index_dir: Path, attempts: int = 3) -> tuple[Manifest, np.ndarray]:
+    """Read a consistent (manifest, vectors) pair.
+
+    Retries when a concurrent build swaps the index between the two reads.
+    """
+    for attempt in range(attempts):
+        manifest = read_manifest(index_dir)
+        try:
+            return manifest, read_vectors(index_dir, manifest)
+        except IndexCorrupt:
+            if attempt == attempts - 1 or read_manifest(index_dir).vectors_file == manifest.vectors_file:
+                raise
+    raise AssertionError("unreachable")
+
+
+def manifest_stamp(index_dir: Path) -> Stamp | None:
+    """A cheap change marker for ``manifest.json``, or None when there is none."""
+    return file_stamp(Path(index_dir) / MANIFEST)
+
+
+def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> None:
+    """Atomically publish ``vectors`` and ``manifest`` as the index in ``index_dir``.
+
+    Any failure (disk full, kill) leaves the previously published index intact.
+    """
+    import faiss
+
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    generation = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+    manifest.vectors_file = f"vectors-{generation}.faiss"
+    manifest.rows = int(vectors.shape[0])
+    manifest.check_consistent()
+    final_vectors = index_dir / manifest.vectors_file
+    previous = read_manifest_file_name(index_dir)
+    try:
+        flat = faiss.IndexFlatIP(int(vectors.shape[1]))
+        if len(vectors):
+            flat.add(vectors)
+        with replacing(final_vectors) as tmp:
+            faiss.write_index(flat, str(tmp))
+            with open(tmp, "rb") as fh:
+                manifest.vectors_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+        atomic_write(index_dir / MANIFEST, _manifest_bytes(manifest.as_dict()))
+    except BaseException:
+        if read_manifest_file_name(index_dir) != manifest.vectors_file:
+            final_vectors.unlink(missing_ok=True)
+        raise
+    # The previous generation stays so a reader that read the old manifest an
+    # instant ago can still open its vectors; anything older (or orphaned by a
+    # killed build) goes.
+    remove_stale_files(index_dir, keep={manifest.vectors_file, previous})
+
+
+def read_manifest_file_name(index_dir: Path) -> str | None:
+    """The vectors file the published manifest points at, if readable."""
+    try:
+        return json.loads((Path(index_dir) / MANIFEST).read_bytes())["vectors"]["file"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def remove_stale_files(index_dir: Path, keep: set[str]) -> None:
+    """Delete leftover temp files and every vectors file not named in ``keep``."""
+    for entry in Path(index_dir).iterdir():
+        name = entry.name
+        if name.startswith(".") and name.endswith(".tmp"):
+            entry.unlink(missing_ok=True)
+        elif name.startswith("vectors-") and name.endswith(".faiss") and name not in keep:
+            entry.unlink(missing_ok=True)
+
+
+@contextmanager
+def build_lock(index_dir: Path) -> Iterator[None]:
+    """Hold the index folder's build lock, or raise :class:`BuildLocked` at once."""
+    index_dir = Path(index_dir)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(index_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise BuildLocked(
+                f"another build (pid {holder}) is updating {index_dir}; wait for it to finish, "
+                "then run this build again"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def write_router_section(index_dir: Path, router: dict) -> None:
+    """Replace the manifest's ``router`` section (the calibrated gate), leaving the rest as it is.
+
+    Holds the build lock so it never races a build; builds keep the section
+    while the embedder is unchanged.
+    """
+    index_dir = Path(index_dir)
+    with build_lock(index_dir):
+        read_manifest(index_dir)  # validates, raising IndexMissing / IndexCorrupt
+        path = index_dir / MANIFEST
+        data = json.loads(path.read_bytes())
+        data["router"] = router
+        atomic_write(path, _manifest_bytes(data))
+
+
+def _manifest_bytes(data: dict) -> bytes:
+    return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")

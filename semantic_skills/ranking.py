@@ -1,0 +1,151 @@
+"""Scoring skills for a message: what is precomputed from an index, and the two-pass ranking.
+
+1. every eligible skill's main vector is scored (one matrix-vector product),
+   plus a small BM25 bonus (``LEXICAL_WEIGHT`` x the lexical score scaled to 0..1);
+2. the best ``SHORTLIST`` skills are re-scored with their sentence views: a
+   skill's similarity is the mean of its main cosine and its best sentence
+   cosine, and its score is that similarity plus the lexical bonus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .gates import COMPETITORS, NEIGHBOURS, relative_gap
+from .index.manifest import Manifest
+from .lexical import LexicalIndex
+from .skills.eligibility import environments_allow, platforms_allow
+
+LEXICAL_WEIGHT = 0.05
+SHORTLIST = 64
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """One loaded index and what is precomputed from it; replaced as a whole on reload.
+
+    ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
+    by repeating one (``None`` when no skill has any). ``separation[i]`` is 1
+    minus the mean cosine of skill ``i``'s main vector to its ``NEIGHBOURS``
+    nearest other skills. ``offered`` marks the skills this machine may offer
+    (``platforms:``, ``environments:``); ``positions`` maps each name and
+    folder to its skills, so a message's exclusions cost a lookup per name.
+    """
+
+    manifest: Manifest
+    main: np.ndarray
+    views: np.ndarray | None
+    separation: np.ndarray
+    lexical: LexicalIndex
+    stamp: tuple | None
+    offered: np.ndarray
+    positions: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None,
+           inactive_environments: frozenset[str]) -> "IndexState":
+        starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
+        counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
+        main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
+        offered = np.array([platforms_allow(r.platforms) and environments_allow(r.environments, inactive_environments)
+                            for r in manifest.skills], dtype=bool)
+        positions: dict[str, list[int]] = {}
+        for i, record in enumerate(manifest.skills):
+            for key in {record.name, record.folder}:
+                positions.setdefault(key, []).append(i)
+        return cls(manifest, main, _padded_views(vectors, starts, counts), _separation(main),
+                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions)
+
+    def eligible(self, exclude: Iterable[str]) -> np.ndarray:
+        """Skills this machine may offer whose name and folder are not in ``exclude``."""
+        mask = self.offered.copy()
+        for name in exclude:
+            mask[self.positions.get(name, [])] = False
+        return mask
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The eligible shortlist of one message, best first (arrays are aligned)."""
+
+    skills: np.ndarray
+    scores: np.ndarray
+    similarity: np.ndarray
+    main_cosine: np.ndarray
+    view_cosine: np.ndarray
+    lexical: np.ndarray
+
+    def gate_features(self, state: IndexState) -> dict:
+        """What the gate looks at for the top skill (all plain floats)."""
+        competitors = self.scores[1 : 1 + COMPETITORS]
+        competitor_mean = float(competitors.mean()) if len(competitors) else 0.0
+        separation = float(state.separation[self.skills[0]])
+        return {
+            "similarity": float(self.similarity[0]),
+            "main_cosine": float(self.main_cosine[0]),
+            "view_cosine": float(self.view_cosine[0]),
+            "lexical": float(self.lexical[0]),
+            "competitor_mean": competitor_mean,
+            "separation": separation,
+            "relative_gap": relative_gap(float(self.scores[0]), competitor_mean, separation),
+        }
+
+
+def rank(state: IndexState, text: str, exclude: Iterable[str],
+         embed_query: Callable[[str], np.ndarray]) -> Ranking | None:
+    """Score the eligible skills for ``text``; None when there are none (then nothing is embedded)."""
+    if not state.manifest.skills:
+        return None
+    mask = state.eligible(exclude)
+    eligible = int(mask.sum())
+    if eligible == 0:
+        return None
+    query = embed_query(text)
+    # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
+    main_cosine = np.einsum("ij,j->i", state.main, query)
+    lexical = state.lexical.scores(text)
+    first_pass = np.where(mask, main_cosine + LEXICAL_WEIGHT * lexical, -np.inf)
+    size = min(SHORTLIST, eligible)
+    if size < len(first_pass):
+        shortlist = np.argpartition(-first_pass, size - 1)[:size]
+    else:
+        shortlist = np.flatnonzero(mask)
+    main_cosine, lexical = main_cosine[shortlist], lexical[shortlist]
+    view_cosine = (state.views[shortlist] @ query).max(axis=1) if state.views is not None else main_cosine
+    similarity = (main_cosine + view_cosine) / 2
+    scores = similarity + LEXICAL_WEIGHT * lexical
+    order = np.lexsort((shortlist, -scores))
+    return Ranking(shortlist[order], scores[order], similarity[order], main_cosine[order],
+                   view_cosine[order], lexical[order])
+
+
+def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """``(skills, most views, dim)``: each skill's rows after its main one, the last repeated as padding.
+
+    A skill with no extra row gets its main vector, so its best view is its main cosine.
+    """
+    extra = int(counts.max(initial=1)) - 1
+    if extra <= 0:
+        return None
+    offsets = np.minimum(np.arange(1, extra + 1)[None, :], (counts - 1)[:, None])
+    return np.ascontiguousarray(vectors[starts[:, None] + offsets])
+
+
+def _separation(main: np.ndarray) -> np.ndarray:
+    """Per skill, 1 minus the mean cosine of its main vector to its ``NEIGHBOURS`` nearest other skills."""
+    count = len(main)
+    k = min(NEIGHBOURS, count - 1)
+    if k <= 0:
+        return np.ones(count, dtype=np.float32)
+    import faiss
+
+    index = faiss.IndexFlatIP(main.shape[1])
+    index.add(main)
+    similarities, labels = index.search(main, k + 1)
+    is_self = labels == np.arange(count)[:, None]
+    is_self[~is_self.any(axis=1), -1] = True  # a tie pushed the skill itself out: drop the last instead
+    neighbours = similarities[~is_self].reshape(count, k)
+    return (1.0 - neighbours.mean(axis=1)).astype(np.float32)

@@ -1,0 +1,204 @@
+"""Find SKILL.md files under skills roots and parse them; a bad file is reported with a reason, never fatal.
+
+Discovery follows the agent's rules: hidden folders (``.hub/quarantine``,
+``.git``...), dependency and virtualenv folders and a skill's own
+``references/ templates/ assets/ scripts/`` are never searched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .parsing import Skill, SkillFileError, parse_skill
+
+SKILL_FILENAME = "SKILL.md"
+MAX_SKILL_BYTES = 32 * 1024 * 1024
+EXCLUDED_DIRS = frozenset(
+    {"node_modules", "venv", "site-packages", "__pycache__", "dist-packages"}
+)
+VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name
+SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
+
+
+@dataclass(frozen=True)
+class SkillsRoot:
+    """A folder searched for SKILL.md files; ``external`` roots lose name clashes."""
+
+    path: Path
+    external: bool = False
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A SKILL.md (or folder) that was not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A skill name found twice; the ``kept`` file wins, ``dropped`` is ignored."""
+
+    name: str
+    kept: str
+    dropped: str
+
+
+@dataclass
+class Discovery:
+    """Everything discovery found: usable skills and what was left out."""
+
+    skills: list[Skill] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
+
+
+def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> Iterator[Path]:
+    """Yield SKILL.md paths under ``root`` in sorted order, following symlinks safely.
+
+    Directory symlinks are followed only while they stay inside ``root`` and
+    never twice to the same folder, so a symlink loop ends; escaping links are
+    reported in ``skipped``.
+    """
+    skipped = skipped if skipped is not None else []
+    try:
+        real_root = root.resolve(strict=True)
+    except OSError:
+        return
+    seen: set[tuple[int, int]] = set()
+    pending = [root]  # folders still to list, the next one last (a stack: nesting depth costs no recursion)
+    while pending:
+        directory = pending.pop()
+        entries = _list_once(directory, seen, skipped)
+        if entries is None:
+            continue
+        names = {e.name for e in entries}
+        if VENV_MARKER in names:
+            continue
+        is_skill_dir = SKILL_FILENAME in names
+        if is_skill_dir:
+            yield Path(directory) / SKILL_FILENAME
+        children = [child for entry in entries
+                    if (child := _folder_to_search(entry, is_skill_dir, real_root, skipped)) is not None]
+        pending.extend(reversed(children))
+
+
+def _list_once(directory: Path, seen: set[tuple[int, int]], skipped: list[SkippedFile]) -> list[os.DirEntry] | None:
+    """The entries of ``directory`` sorted by name; None if it was listed before or cannot be read."""
+    try:
+        st = directory.stat()
+    except OSError as exc:
+        skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
+        return None
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return None
+    seen.add(key)
+    try:
+        return sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        skipped.append(SkippedFile(str(directory), f"cannot read folder: {exc.strerror or exc}"))
+        return None
+
+
+def _folder_to_search(entry: os.DirEntry, in_skill_dir: bool, real_root: Path,
+                      skipped: list[SkippedFile]) -> Path | None:
+    """``entry`` as a folder to search, or None: not a folder, excluded, or a link out of the root."""
+    if entry.name.startswith(".") or entry.name in EXCLUDED_DIRS:
+        return None
+    if in_skill_dir and entry.name in SKILL_SUPPORT_DIRS:
+        return None
+    try:
+        if not entry.is_dir(follow_symlinks=True):
+            return None
+    except OSError:
+        return None
+    child = Path(entry.path)
+    if not entry.is_symlink():
+        return child
+    try:
+        target = child.resolve(strict=True)
+    except (OSError, RuntimeError):
+        skipped.append(SkippedFile(str(child), "broken or looping symlink"))
+        return None
+    if not target.is_relative_to(real_root):
+        skipped.append(SkippedFile(str(child), f"symlink leads outside the skills root (to {target}); "
+                                               "add that folder to skills.external_dirs to index it"))
+        return None
+    return child
+
+
+def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
+            raise SkillFileError("broken or looping symlink") from None
+        if not target.is_relative_to(real_root):
+            raise SkillFileError(f"symlink leads outside the skills root (to {target})")
+    return read_skill_file(path)
+
+
+def read_skill_file(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES``.
+
+    Raises :class:`SkillFileError` (or ``OSError``) otherwise. The file is
+    opened without blocking, so a FIFO named SKILL.md cannot hang the caller.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SkillFileError("not a regular file")
+        if st.st_size > MAX_SKILL_BYTES:
+            raise SkillFileError(
+                f"file is {st.st_size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit"
+            )
+        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    finally:
+        os.close(fd)
+
+
+def discover_skills(
+    roots: Iterable[SkillsRoot],
+    reuse: dict[tuple[str, str], Skill] | None = None,
+) -> Discovery:
+    """Find and parse every skill under ``roots``.
+
+    Earlier roots win name clashes (local before external, as in the agent); the
+    losers are reported as duplicates. ``reuse`` maps ``(path, content_hash)``
+    to an already-parsed skill, which is returned as is instead of re-parsed.
+    """
+    found = Discovery()
+    by_name: dict[str, Skill] = {}
+    for root in roots:
+        root_path = Path(root.path)
+        if not root_path.is_dir():
+            continue
+        real_root = root_path.resolve()
+        for path in iter_skill_files(root_path, found.skipped):
+            try:
+                raw = _read_skill_bytes(path, real_root)
+                digest = hashlib.sha256(raw).hexdigest()
+                skill = (reuse or {}).get((str(path), digest))
+                if skill is None or skill.external != root.external:
+                    skill = parse_skill(raw, path, root_path, external=root.external)
+            except SkillFileError as exc:
+                found.skipped.append(SkippedFile(str(path), str(exc)))
+                continue
+            except OSError as exc:
+                found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}"))
+                continue
+            kept = by_name.get(skill.name)
+            if kept is not None:
+                found.duplicates.append(Duplicate(skill.name, kept=kept.path, dropped=skill.path))
+                continue
+            by_name[skill.name] = skill
+            found.skills.append(skill)
+    return found

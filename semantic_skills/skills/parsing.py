@@ -1,0 +1,237 @@
+"""Parse one SKILL.md: YAML front matter (``name``, ``description``, ``platforms``...) and a markdown body.
+
+Imperfect files are tolerated: a BOM, CRLF line ends, bad bytes and invalid
+YAML each become a warning; only an empty or binary file is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_FIELD_NODES = 10_000  # values read from one front matter field
+MAX_NAME_CHARS = 64  # the agent's own limits: it cuts names and descriptions to these lengths
+MAX_DESCRIPTION_CHARS = 1024
+
+_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One parsed skill. ``content_hash`` is the SHA-256 of the file's bytes."""
+
+    name: str
+    description: str
+    category: str
+    path: str
+    folder: str
+    content_hash: str
+    platforms: tuple[str, ...] = ()
+    environments: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    external: bool = False
+    body: str = field(default="", repr=False, compare=False)
+    warnings: tuple[str, ...] = ()
+
+
+class SkillFileError(ValueError):
+    """A SKILL.md that cannot become a skill; the message is the reason."""
+
+
+
+def decode_skill_bytes(raw: bytes) -> tuple[str, list[str]]:
+    """Decode bytes to text: BOM stripped, CRLF/CR normalised, bad bytes replaced."""
+    warnings = []
+    if not raw.strip():
+        raise SkillFileError("empty file")
+    if b"\x00" in raw[:8192]:
+        raise SkillFileError("binary file (contains NUL bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        warnings.append(f"not valid UTF-8 (first bad byte at offset {exc.start}); replaced undecodable bytes")
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise SkillFileError("empty file")
+    return text, warnings
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """Split ``---``-fenced front matter from the body.
+
+    The closing fence must be a line of its own, so ``---`` inside a quoted or
+    indented value does not end the block. Returns ``(None, text)`` when there
+    is no complete front matter block.
+    """
+    if not text.startswith("---"):
+        return None, text
+    first_newline = text.find("\n")
+    if first_newline == -1 or text[:first_newline].strip() != "---":
+        return None, text
+    closing = _FENCE.search(text, first_newline + 1)
+    if closing is None:
+        return None, text
+    return text[first_newline + 1 : closing.start()], text[closing.end() :].lstrip("\n")
+
+
+def parse_front_matter(block: str) -> tuple[dict[str, Any], list[str]]:
+    """``yaml.safe_load`` the block; on invalid YAML fall back to ``key: value`` lines."""
+    import yaml
+
+    try:
+        data = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        data = {}
+        for line in block.split("\n"):
+            key, sep, value = line.partition(":")
+            if sep and key.strip() and not line.startswith((" ", "\t")):
+                data[key.strip()] = value.strip().strip("'\"")
+        return data, [f"invalid YAML front matter{where}; read simple 'key: value' lines instead"]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [f"front matter is a {type(data).__name__}, not a mapping; ignored it"]
+    return data, []
+
+
+def first_paragraph(body: str) -> str:
+    """The first prose paragraph of a markdown body (headings only as a last resort)."""
+    heading = ""
+    in_code = False
+    paragraph: list[str] = []
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_code = not in_code
+            if paragraph:
+                break
+            continue
+        if in_code:
+            continue
+        if not stripped:
+            if paragraph:
+                break
+            continue
+        if stripped.startswith("#"):
+            if paragraph:
+                break
+            heading = heading or stripped.lstrip("#").strip()
+            continue
+        paragraph.append(stripped)
+    return " ".join(paragraph) or heading
+
+
+def _scalars(value: Any) -> list[str]:
+    """The non-empty scalars inside a front matter value, in order, whitespace collapsed.
+
+    Lists and mappings are walked with a stack and a budget of
+    ``MAX_FIELD_NODES`` values, so YAML aliases nesting a list inside itself
+    many times over (an "alias bomb") cost no more than a long list.
+    """
+    found: list[str] = []
+    pending, budget = [value], MAX_FIELD_NODES
+    while pending and budget:
+        item = pending.pop()
+        budget -= 1
+        if isinstance(item, dict):
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple, set)):
+            pending.extend(reversed(list(item)))
+        elif item is not None:
+            text = " ".join(str(item).split())
+            if text:
+                found.append(text)
+    return found
+
+
+def _text_value(value: Any) -> str:
+    return " ".join(_scalars(value))
+
+
+def _string_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(v for v in re.split(r"[,\s]+", value) if v)
+    return tuple(_scalars(value))
+
+
+def _platforms(value: Any) -> tuple[str, ...]:
+    """``platforms:`` as the agent reads it: a list's items, or one value as a single entry.
+
+    A nested list or mapping stays an entry (one that names no operating
+    system), so it can never widen where a skill is offered.
+    """
+    if not value:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    return tuple("(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item).strip()
+                 for item in items[:MAX_FIELD_NODES])
+
+
+def _environments(value: Any) -> tuple[str, ...]:
+    """``environments:`` as the agent reads it: like ``platforms:``, each entry lowercased and stripped.
+
+    A nested list or mapping stays an entry that names no environment, so it
+    keeps the skill offered, as in the agent.
+    """
+    return tuple(entry.lower() for entry in _platforms(value))
+
+
+def _tags(front: dict[str, Any]) -> tuple[str, ...]:
+    tags = list(_string_list(front.get("tags")))
+    metadata = front.get("metadata")
+    if isinstance(metadata, dict):
+        hermes = metadata.get("hermes")
+        for source in (metadata, hermes if isinstance(hermes, dict) else {}):
+            tags.extend(_string_list(source.get("tags")))
+    return tuple(dict.fromkeys(tags))
+
+
+def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> Skill:
+    """Parse one SKILL.md's bytes into a :class:`Skill`; raises :class:`SkillFileError`."""
+    text, warnings = decode_skill_bytes(raw)
+    block, body = split_front_matter(text)
+    front: dict[str, Any] = {}
+    if block is None:
+        if text.startswith("---"):
+            warnings.append("front matter has no closing '---'; treated the whole file as the body")
+        else:
+            warnings.append("no front matter; used the folder name and first paragraph")
+    else:
+        front, yaml_warnings = parse_front_matter(block)
+        warnings.extend(yaml_warnings)
+    folder = path.parent.name
+    name = (_text_value(front.get("name")) or folder)[:MAX_NAME_CHARS]
+    description = _text_value(front.get("description")) or first_paragraph(body)
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    try:
+        relative = path.parent.relative_to(root)
+        category = "/".join(relative.parts[:-1])
+    except ValueError:
+        category = ""
+    return Skill(
+        name=name,
+        description=description,
+        category=category,
+        path=str(path),
+        folder=folder,
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        platforms=_platforms(front.get("platforms")),
+        environments=_environments(front.get("environments")),
+        tags=_tags(front),
+        external=external,
+        body=body,
+        warnings=tuple(warnings),
+    )
+
+
+def strip_front_matter(text: str) -> str:
+    """The markdown body of a SKILL.md text (front matter removed)."""
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return split_front_matter(text)[1]

@@ -1,0 +1,258 @@
+"""The host's side of the routing worker: start it, feed it, restart it, and never wait past a timeout.
+
+Only the standard library is imported here, so a chat gateway can use this
+module without loading torch or numpy; the worker is ``python -m
+semantic_skills.worker`` (see server.py and, for the wire, protocol.py).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import queue
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..limits import MAX_MESSAGE_CHARS
+from ..logs import OnceLogger, logger
+from ..settings import EmbedderSettings
+from . import protocol
+from .launch import launch
+from .pending import PendingRequests, result_within
+from .protocol import FAILED, READY, STARTING, UNAVAILABLE, WAITING_FOR_INDEX, Reply, Startup
+from .status import WorkerStatus
+
+RESTART_DELAYS_SECONDS = (1, 2, 5, 10, 30, 60)
+STABLE_AFTER_SECONDS = 60.0
+STALL_SECONDS = 10.0  # a worker holding a request this long is hung: it is killed and restarted
+
+
+class RouterClient:
+    """Thread-safe access to a routing worker; no method raises or waits past its timeout.
+
+    The worker starts on a background thread at :meth:`start` with the index
+    folder and embedder settings given here or to :meth:`configure` (which
+    restarts it when they change), is restarted with backoff if it dies or
+    holds a request longer than ``stall_seconds``, and is stopped by
+    :meth:`close` (or when this process exits, because its stdin closes).
+    ``inactive_environments`` is called on that thread before each start; the
+    worker never offers a skill whose ``environments:`` are all among them.
+    """
+
+    def __init__(self, index_dir: Path, embedder: EmbedderSettings = EmbedderSettings(),
+                 python: str = sys.executable, restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
+                 stall_seconds: float = STALL_SECONDS,
+                 inactive_environments: Callable[[], Iterable[str]] = frozenset):
+        self.index_dir = Path(index_dir)
+        self.embedder = embedder
+        self._python = python
+        self._inactive_environments = inactive_environments
+        self._restart_delays = restart_delays
+        self._stall_seconds = stall_seconds
+        self._log_once = OnceLogger()
+        self._lock = threading.Lock()
+        self.status = WorkerStatus()
+        self._stop = threading.Event()
+        self._wake = threading.Event()  # set to cut a restart delay short: settings changed, or closing
+        self._supervisor: threading.Thread | None = None
+        self._process: subprocess.Popen | None = None
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()  # None tells the writer to stop
+        self._pending = PendingRequests()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=3)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the worker in the background (idempotent)."""
+        with self._lock:
+            if self._supervisor is not None or self._stop.is_set():
+                return
+            self._supervisor = threading.Thread(target=self._supervise, name="semantic-skills-supervisor",
+                                                daemon=True)
+            self._supervisor.start()
+            threading.Thread(target=self._write_loop, name="semantic-skills-writer", daemon=True).start()
+            threading.Thread(target=self._watch, name="semantic-skills-watchdog", daemon=True).start()
+
+    def configure(self, index_dir: Path, embedder: EmbedderSettings) -> None:
+        """Serve ``index_dir`` with ``embedder``; a worker started with other settings is restarted at once."""
+        with self._lock:
+            if (Path(index_dir), embedder) == (self.index_dir, self.embedder):
+                return
+            self.index_dir, self.embedder = Path(index_dir), embedder
+            process = self._process
+        self.status.update(STARTING, "the routing worker is restarting with new settings")
+        self._log_once(logging.INFO, f"restarting the routing worker for {index_dir} with the {embedder.backend} "
+                                     "embedder settings now configured")
+        self._wake.set()
+        if process is not None:
+            process.kill()
+
+    def close(self, wait: float = 2.0) -> None:
+        """Stop the worker and fail every open request."""
+        self._stop.set()
+        self._wake.set()
+        self._outbox.put(None)
+        process = self._process
+        if process is not None and process.poll() is None:
+            try:
+                process.stdin.close()
+                process.wait(timeout=wait)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                process.kill()
+        self._pending.fail_all(UNAVAILABLE, "the routing worker was stopped")
+
+    def _supervise(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self._wake.clear()
+            process = self._launch()
+            if process is None:
+                code, reason = None, "could not start"
+            else:
+                threading.Thread(target=self._read_stderr, args=(process,), name="semantic-skills-stderr",
+                                 daemon=True).start()
+                self._read_stdout(process)
+                code = process.wait()
+                reason = f"exited with code {code}"
+            self._on_worker_gone()
+            if self._stop.is_set():
+                return
+            if self._wake.is_set():  # stopped for new settings: start again now
+                continue
+            if time.monotonic() - started > STABLE_AFTER_SECONDS:
+                failures = 0
+            delay = self._restart_delays[min(failures, len(self._restart_delays) - 1)]
+            failures += 1
+            tail = " | ".join(self._stderr_tail) if process is not None else ""
+            self._log_once(logging.WARNING, f"the routing worker {reason}{': ' + tail if tail else ''}; "
+                                            f"restarting it in {delay} s")
+            self._wake.wait(delay)
+
+    def _launch(self) -> subprocess.Popen | None:
+        self._stderr_tail = collections.deque(maxlen=3)
+        with self._lock:
+            settings = (self.index_dir, self.embedder)
+        try:
+            process = launch(self._python, Startup(str(settings[0]), settings[1], tuple(self._inactive_environments())))
+        except OSError as exc:
+            self._log_once(logging.WARNING, f"cannot start the routing worker ({exc})")
+            return None
+        with self._lock:
+            self._process = process
+            outdated = settings != (self.index_dir, self.embedder)
+        if self._stop.is_set() or outdated:  # closed or configured anew while starting: let it exit at once
+            process.stdin.close()
+        return process
+
+    def _on_worker_gone(self) -> None:
+        with self._lock:
+            self._process = None
+        self.status.update(STARTING, "the routing worker is restarting")
+        self._pending.fail_all(UNAVAILABLE, "the routing worker exited")
+
+    # ------------------------------------------------------------------ pipes
+
+    def _read_stdout(self, process: subprocess.Popen) -> None:
+        for raw in process.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "event" in message:
+                self._on_event(message)
+            else:
+                self._pending.answer(message)
+
+    def _read_stderr(self, process: subprocess.Popen) -> None:
+        for raw in process.stderr:
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            if line:
+                self._stderr_tail.append(line[:300])
+                logger.debug("semantic-skills worker: %s", line)
+
+    def _write_loop(self) -> None:
+        while (line := self._outbox.get()) is not None:
+            process = self._process
+            try:
+                process.stdin.write(line)
+                process.stdin.flush()
+            except (AttributeError, OSError, ValueError):
+                pass  # the worker is gone; its requests fail when the supervisor notices
+
+    def _on_event(self, message: dict) -> None:
+        if message.get("event") == "log":
+            level = logging.WARNING if message.get("level") == "warning" else logging.INFO
+            self._log_once(level, str(message.get("message", "")))
+        elif message.get("event") == "state":
+            status = self.status
+            status.update(str(message.get("state")), str(message.get("detail") or ""),
+                          str(message.get("backend") or ""), int(message.get("skills") or 0))
+            if status.state in (WAITING_FOR_INDEX, FAILED):
+                self._log_once(logging.WARNING, status.detail)
+            elif status.state == READY:
+                self._log_once(logging.INFO, f"routing worker ready ({status.skills} skills, {status.backend})")
+
+    def _watch(self) -> None:
+        """Kill a worker that sits on a request for ``stall_seconds``; the supervisor then restarts it."""
+        while not self._stop.wait(min(1.0, self._stall_seconds / 2)):
+            age, process = self._pending.oldest_age(), self._process
+            if age is None or process is None or age < self._stall_seconds:
+                continue
+            self._log_once(logging.WARNING, f"the routing worker did not answer for {self._stall_seconds:.0f} s; "
+                                            "restarting it")
+            process.kill()
+
+    # ------------------------------------------------------------------ requests
+
+    @property
+    def ready(self) -> bool:
+        return self.status.ready
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the worker is ready, or it is clear it will not be soon; True if ready."""
+        return self.status.wait_ready(timeout, self._stop.is_set)
+
+    def submit(self, op: str, **payload) -> Future:
+        """Send a request now; the future always resolves to a :class:`Reply`."""
+        with self._lock:
+            if not self.status.ready or self._process is None:
+                future: Future = Future()
+                future.set_result(Reply(protocol.status_for_state(self.status.state),
+                                        error=self.status.detail or "the routing worker is starting"))
+                return future
+            request_id, future = self._pending.add()
+        if isinstance(payload.get("text"), str):
+            payload["text"] = payload["text"][:MAX_MESSAGE_CHARS]
+        self._outbox.put(protocol.encode({"id": request_id, "op": op, **payload}))
+        return future
+
+    def route_async(self, text: str, exclude, floor: float | None = None) -> Future:
+        """Ask which skill to inject for ``text``; an answer with a ``skill`` carries its ``body``.
+
+        ``floor`` overrides the index's similarity floor for this message.
+        """
+        return self.submit(protocol.ROUTE, text=text, exclude=sorted(exclude), floor=floor)
+
+    def route(self, text: str, exclude, timeout: float, floor: float | None = None,
+              wait_ready: float = 0.0) -> Reply:
+        """:meth:`route_async`, waiting at most ``wait_ready`` for the worker plus ``timeout`` for the answer."""
+        if wait_ready > 0:
+            self.wait_ready(wait_ready)
+        return result_within(self.route_async(text, exclude, floor), timeout)
+
+    def search(self, text: str, limit: int, exclude, timeout: float, wait_ready: float = 0.0) -> Reply:
+        """The best skills for ``text`` and the body of the best one."""
+        if wait_ready > 0:
+            self.wait_ready(wait_ready)
+        future = self.submit(protocol.SEARCH, text=text, limit=int(limit), exclude=sorted(exclude))
+        return result_within(future, timeout)
+

@@ -1,0 +1,103 @@
+"""The wire between a host and its routing worker: JSON, one object per line each way.
+
+The host starts the worker with its start-up settings as one JSON argument::
+
+    python -m semantic_skills.worker '{"index_dir": "...", "embedder": {...}, "inactive_environments": [...]}'
+
+``embedder`` holds :class:`~semantic_skills.settings.EmbedderSettings` fields;
+skills whose ``environments:`` are all among ``inactive_environments`` are never
+offered. Requests arrive on stdin and are answered on stdout, in any order,
+matched by ``id``; each request carries its own per-message settings::
+
+    {"id": 1, "op": "route",  "text": "...", "exclude": [...], "floor": 0.45 or null}
+    {"id": 2, "op": "search", "text": "...", "limit": 3, "exclude": [...]}
+    {"id": 3, "op": "ping"}
+
+``exclude`` names the skills the host's configuration turns off for this
+message; ``floor`` overrides the index's similarity floor. Answers::
+
+    {"id": 1, "ok": true, "skill": "name" or null, "score": 0.62, "reason": "...", "body": "...", "omitted": 0}
+    {"id": 2, "ok": true, "results": [{"name", "description", "score"}...], "best": {"name", "body", "omitted"} or null}
+    {"id": 3, "ok": true, "state": "ready", "detail": ""}
+    {"id": 1, "ok": false, "status": "index_missing" | "not_ready" | "error", "error": "..."}
+
+``body`` is the skill's text with its front matter removed, clipped at
+``limits.MAX_BODY_CHARS`` (``omitted`` counts what was clipped); the host caps it to
+taste. Lines with an ``event`` key report the worker's state
+(``{"event": "state", "state", "detail", "skills", "backend"}``) or a log
+message (``{"event": "log", "level", "message"}``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from ..settings import EmbedderSettings
+
+ROUTE = "route"
+SEARCH = "search"
+PING = "ping"
+
+DEFAULT_SEARCH_RESULTS = 3
+MAX_SEARCH_RESULTS = 10
+
+# Worker states, as reported in ``state`` events.
+STARTING = "starting"
+WAITING_FOR_INDEX = "waiting_for_index"
+LOADING = "loading"
+READY = "ready"
+FAILED = "error"
+
+# Reply statuses.
+OK = "ok"
+TIMEOUT = "timeout"
+NOT_READY = "not_ready"
+INDEX_MISSING = "index_missing"
+ERROR = "error"
+UNAVAILABLE = "unavailable"
+
+
+def status_for_state(state: str) -> str:
+    """The status of a request that a worker in ``state`` (not ready) cannot answer."""
+    return {WAITING_FOR_INDEX: INDEX_MISSING, FAILED: ERROR}.get(state, NOT_READY)
+
+
+@dataclass(frozen=True)
+class Startup:
+    """What a worker needs before it can route: changing any of it means starting another worker."""
+
+    index_dir: str
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    inactive_environments: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps({"index_dir": self.index_dir, "embedder": asdict(self.embedder),
+                           "inactive_environments": sorted(self.inactive_environments)}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Startup":
+        """Parse the start-up argument; raises ValueError (or ConfigError for bad embedder settings)."""
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("index_dir"), str):
+            raise ValueError("the start-up settings need an index_dir")
+        return cls(data["index_dir"], EmbedderSettings.from_mapping(data.get("embedder")),
+                   tuple(str(e) for e in data.get("inactive_environments") or ()))
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The outcome of one request: ``status`` is ``ok`` or why there is no answer."""
+
+    status: str
+    data: dict = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+def encode(message: dict) -> bytes:
+    """One protocol line; an unpaired surrogate (chat text can carry one) cannot be UTF-8 and becomes "?"."""
+    return json.dumps(message, ensure_ascii=False).encode("utf-8", "replace") + b"\n"

@@ -1,0 +1,212 @@
+"""The routing worker: one :class:`~semantic_skills.router.SkillRouter`, served over stdin and stdout.
+
+Run by a host as ``python -m semantic_skills.worker STARTUP`` (see protocol.py).
+The worker waits for an index to appear, swaps in a rebuilt index at most
+about once a second (keeping the old one if the new one cannot be used), and
+exits when its stdin closes, so it never outlives its host. Everything it
+needs comes from the host: it reads no configuration file.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..errors import first_line
+from ..files import file_stamp
+from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
+from . import protocol
+from .protocol import FAILED, LOADING, READY, STARTING, WAITING_FOR_INDEX, Startup
+
+RELOAD_INTERVAL_SECONDS = 1.0
+BODY_CACHE_SIZE = 64
+
+
+class RoutingWorker:
+    """The worker's state: one router, loaded and reloaded off the request thread."""
+
+    def __init__(self, startup: Startup, emit):
+        self.startup = startup
+        self.index_dir = Path(startup.index_dir)
+        self._emit = emit
+        self._router = None
+        self._state = STARTING
+        self._detail = ""
+        self._bodies: collections.OrderedDict[str, tuple[tuple, dict]] = collections.OrderedDict()
+
+    # ------------------------------------------------------------------ loading
+
+    def _set_state(self, state: str, detail: str = "", **extra) -> None:
+        if (state, detail) == (self._state, self._detail) and not extra:
+            return
+        self._state, self._detail = state, detail
+        self._emit({"event": "state", "state": state, "detail": detail, **extra})
+
+    def _log(self, level: str, message: str) -> None:
+        self._emit({"event": "log", "level": level, "message": message})
+
+    def run_loader(self) -> None:
+        """Open the index when it appears, then swap in rebuilds; returns only on a broken install."""
+        try:
+            from ..index.store import manifest_stamp
+        except Exception as exc:  # pragma: no cover - a broken install
+            self._set_state(FAILED, f"cannot import semantic_skills ({first_line(exc)})")
+            return
+        failed_stamp = None
+        while True:
+            stamp = manifest_stamp(self.index_dir)
+            if stamp is None and self._router is None:
+                self._set_state(WAITING_FOR_INDEX,
+                                f"no skill index in {self.index_dir}; build one with: semantic-skills build")
+            elif stamp != failed_stamp:
+                try:
+                    self._open_or_reload()
+                    failed_stamp = None
+                except Exception as exc:  # noqa: BLE001 - report it, keep any index we have, wait for a rebuild
+                    failed_stamp = stamp
+                    if self._router is not None:
+                        self._log("warning", f"kept the previous index: {first_line(exc)}")
+                    elif isinstance(exc, ImportError):
+                        self._set_state(FAILED, f"a dependency is missing ({first_line(exc)}); install the plugin "
+                                                f"into this Python with: {sys.executable} -m pip install -e "
+                                                "<plugin folder>")
+                        return
+                    else:
+                        self._set_state(FAILED, first_line(exc))
+            time.sleep(RELOAD_INTERVAL_SECONDS)
+
+    def _open_or_reload(self) -> None:
+        if self._router is None:
+            self._open()
+        elif self._router.reload_if_changed(min_interval=0.0):
+            skills = len(self._router.manifest.skills)
+            self._log("info", f"reloaded the rebuilt index in {self.index_dir} ({skills} skills)")
+            self._set_state(READY, "", skills=skills, backend=self._router.embedder.identity.backend)
+
+    def _open(self) -> None:
+        from ..router import SkillRouter
+
+        self._set_state(LOADING, f"loading the index in {self.index_dir} and its embedder")
+        router = SkillRouter.from_settings(self.index_dir, self.startup.embedder,
+                                           inactive_environments=frozenset(self.startup.inactive_environments))
+        self._router = router
+        self._set_state(READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend)
+
+    # ------------------------------------------------------------------ requests
+
+    def handle(self, request: dict) -> dict:
+        """Answer one request; never raises."""
+        op = request.get("op")
+        try:
+            if op == protocol.PING:
+                return {"ok": True, "state": self._state, "detail": self._detail}
+            router = self._router
+            if router is None:
+                return {"ok": False, "status": protocol.status_for_state(self._state),
+                        "error": self._detail or "the index is loading"}
+            text = str(request.get("text") or "")[:MAX_MESSAGE_CHARS]
+            exclude = frozenset(str(n) for n in request.get("exclude") or ())
+            if op == protocol.ROUTE:
+                floor = request.get("floor")
+                return self._route(router, text, exclude, float(floor) if floor is not None else None)
+            if op == protocol.SEARCH:
+                limit = int(request.get("limit") or protocol.DEFAULT_SEARCH_RESULTS)
+                return self._search(router, text, max(1, min(protocol.MAX_SEARCH_RESULTS, limit)), exclude)
+            return {"ok": False, "status": protocol.ERROR, "error": f"unknown op {op!r}"}
+        except Exception as exc:  # noqa: BLE001 - one bad request must not kill the worker
+            return {"ok": False, "status": protocol.ERROR, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+
+    def _route(self, router, text: str, exclude: frozenset[str], floor: float | None) -> dict:
+        decision = router.route(text, exclude=exclude, floor=floor)
+        answer = {"ok": True, "skill": None, "score": decision.score, "reason": decision.reason}
+        if decision.skill is not None:
+            body = self._body(decision.skill.path, router.manifest.roots)
+            if body is None:
+                answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
+            else:
+                answer.update(skill=decision.skill.name, **body)
+        return answer
+
+    def _search(self, router, text: str, limit: int, exclude: frozenset[str]) -> dict:
+        found = router.search(text, k=limit, exclude=exclude)
+        results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
+        body = self._body(found[0].path, router.manifest.roots) if found else None
+        best = {"name": found[0].name, **body} if body is not None else None
+        return {"ok": True, "results": results, "best": best}
+
+    def _body(self, path: str, roots: list[str]) -> dict | None:
+        """``{"body", "omitted"}`` of a SKILL.md named by the index, cached on the file's stamp.
+
+        Only a regular file that still lies inside one of the index's skills
+        roots is read: a SKILL.md swapped after the build for a link to another
+        file (or for a FIFO, which would block) gives None.
+        """
+        from ..injection import skill_body
+        from ..skills.discovery import read_skill_file
+        from ..skills.parsing import SkillFileError
+
+        try:
+            real = Path(path).resolve()
+            if not any(real.is_relative_to(Path(root).resolve()) for root in roots):
+                return None
+            stamp = file_stamp(real)
+            cached = self._bodies.get(path)
+            if cached and cached[0] == stamp:
+                self._bodies.move_to_end(path)
+                return cached[1]
+            body = skill_body(read_skill_file(real).decode("utf-8", errors="replace"))
+        except (OSError, SkillFileError):
+            return None
+        wire = {"body": body[:MAX_BODY_CHARS], "omitted": max(0, len(body) - MAX_BODY_CHARS)}
+        self._bodies[path] = (stamp, wire)
+        if len(self._bodies) > BODY_CACHE_SIZE:
+            self._bodies.popitem(last=False)
+        return wire
+
+
+def serve(startup: Startup) -> None:
+    """Run the worker on this process's stdin and stdout until stdin closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Keep the protocol channel private: anything a library prints goes to stderr.
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    write_lock = threading.Lock()
+
+    def emit(message: dict) -> None:
+        line = protocol.encode(message)
+        with write_lock:
+            channel.write(line)
+
+    worker = RoutingWorker(startup, emit)
+    threading.Thread(target=worker.run_loader, name="semantic-skills-loader", daemon=True).start()
+    for raw in sys.stdin.buffer:
+        try:
+            request = json.loads(raw)
+            request_id = request["id"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        answer = worker.handle(request)
+        answer["id"] = request_id
+        try:
+            emit(answer)
+        except OSError:
+            break
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m semantic_skills.worker STARTUP``: serve until stdin closes."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        startup = Startup.from_json(args[0])
+    except (IndexError, ValueError, TypeError) as exc:
+        sys.exit(f"usage: python -m semantic_skills.worker STARTUP (the start-up settings as JSON): {exc}")
+    except Exception as exc:  # noqa: BLE001 - ConfigError for bad embedder settings
+        sys.exit(f"invalid start-up settings: {first_line(exc)}")
+    serve(startup)

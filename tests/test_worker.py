@@ -1,0 +1,184 @@
+"""The routing worker's protocol over a real pipe: the real server process, and the client that drives it."""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from semantic_skills.builder import build_index
+from semantic_skills.injection import cap_body, skill_body
+from semantic_skills.limits import MAX_BODY_CHARS
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.launch import launch
+from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
+
+from support import EXAMPLES, REPO, write_skill
+
+READY_SECONDS = 240
+PDF = "convert this scanned PDF into clean markdown"
+PDF_SKILL = EXAMPLES / "skills" / "documents" / "pdf-to-markdown" / "SKILL.md"
+
+
+class Worker:
+    """``python -m semantic_skills.worker`` on real pipes: send requests, read answers and events."""
+
+    def __init__(self, startup: Startup):
+        self.process = launch(sys.executable, startup)
+        self.events: list[dict] = []
+        self._answers: queue.Queue[dict] = queue.Queue()
+        self._ids = iter(range(1, 1_000_000))
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for raw in self.process.stdout:
+            message = json.loads(raw)
+            (self.events.append if "event" in message else self._answers.put)(message)
+
+    def send_line(self, line: bytes) -> None:
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def ask(self, op: str, timeout: float = 60, **payload) -> dict:
+        request_id = next(self._ids)
+        self.send_line(json.dumps({"id": request_id, "op": op, **payload}).encode() + b"\n")
+        answer = self._answers.get(timeout=timeout)
+        assert answer["id"] == request_id
+        return answer
+
+    def wait_for_state(self, state: str, timeout: float = READY_SECONDS) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ask("ping")["state"] == state:
+                return next(e for e in reversed(self.events) if e.get("state") == state)
+            time.sleep(0.1)
+        raise AssertionError(f"the worker did not reach {state!r}: {self.ask('ping')}")
+
+    def close(self) -> int:
+        self.process.stdin.close()
+        return self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def big_skill(tmp_path_factory) -> Path:
+    """The example skills plus one whose body is longer than a worker's answer carries; its SKILL.md."""
+    skills = tmp_path_factory.mktemp("big-skills")
+    shutil.copytree(EXAMPLES / "skills", skills, dirs_exist_ok=True)
+    lines = "".join(f"Step {i}: rotate the nginx access logs nightly and keep fourteen days.\n" for i in range(5000))
+    return write_skill(skills, "ops/log-rotation", "---\nname: log-rotation\ndescription: Rotate nginx access "
+                                                   "logs with logrotate\n---\n" + lines)
+
+
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory, big_skill, bundled_embedder) -> Path:
+    index_dir = tmp_path_factory.mktemp("big-index")
+    build_index([SkillsRoot(big_skill.parents[2])], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    return index_dir
+
+
+@pytest.fixture(scope="module")
+def worker(big_index):
+    served = Worker(Startup(str(big_index)))
+    served.wait_for_state(READY)
+    yield served
+    served.close()
+
+
+def test_a_route_answer_carries_the_skill_its_score_and_its_whole_body(worker):
+    answer = worker.ask("route", text=PDF, exclude=[])
+
+    assert answer["ok"] is True and answer["skill"] == "pdf-to-markdown"
+    assert answer["body"] == skill_body(PDF_SKILL.read_text(encoding="utf-8")) and answer["omitted"] == 0
+    assert 0.30 <= answer["score"] <= 1.05 and "similarity" in answer["reason"]
+
+
+def test_the_floor_travels_with_each_request(worker):
+    high = worker.ask("route", text=PDF, exclude=[], floor=0.99)
+    default = worker.ask("route", text=PDF, exclude=[], floor=None)
+
+    assert high["ok"] is True and high["skill"] is None and "below the floor 0.99" in high["reason"]
+    assert default["skill"] == "pdf-to-markdown"
+
+
+def test_exclusions_travel_with_each_request(worker):
+    answer = worker.ask("search", text=PDF, limit=10, exclude=["pdf-to-markdown"])
+
+    assert answer["ok"] is True and "pdf-to-markdown" not in {r["name"] for r in answer["results"]}
+
+
+def test_a_long_body_is_clipped_on_the_wire_and_the_host_caps_it_as_if_whole(worker, big_skill):
+    whole = skill_body(big_skill.read_text(encoding="utf-8"))
+    assert len(whole) > MAX_BODY_CHARS
+
+    best = worker.ask("search", text="rotate the nginx access logs with logrotate", limit=1, exclude=[])["best"]
+
+    assert best["name"] == "log-rotation"
+    assert best["body"] == whole[:MAX_BODY_CHARS] and best["omitted"] == len(whole) - MAX_BODY_CHARS
+    assert cap_body("log-rotation", best["body"], 16000, best["omitted"]) == cap_body("log-rotation", whole, 16000)
+
+
+def test_a_bad_line_is_skipped_and_a_bad_request_answered_with_an_error(worker):
+    worker.send_line(b"not json\n")
+    unknown = worker.ask("translate", text=PDF)
+    bad_limit = worker.ask("search", text=PDF, limit="many")
+
+    assert unknown == {"id": unknown["id"], "ok": False, "status": ERROR, "error": "unknown op 'translate'"}
+    assert bad_limit["ok"] is False and bad_limit["status"] == ERROR and "ValueError" in bad_limit["error"]
+    assert worker.ask("ping")["state"] == READY
+
+
+def test_without_an_index_the_worker_waits_and_says_so(tmp_path):
+    waiting = Worker(Startup(str(tmp_path / "no-index-yet")))
+    try:
+        event = waiting.wait_for_state(WAITING_FOR_INDEX, timeout=60)
+        answer = waiting.ask("route", text=PDF, exclude=[])
+    finally:
+        code = waiting.close()
+
+    assert "build one with: semantic-skills build" in event["detail"]
+    assert answer["ok"] is False and answer["status"] == INDEX_MISSING
+    assert code == 0  # stdin closed: the worker ends on its own
+
+
+def test_bad_start_up_settings_are_one_line_and_a_non_zero_exit():
+    done = subprocess.run([sys.executable, "-m", "semantic_skills.worker", '{"embedder": {}}'], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+    assert done.returncode != 0 and done.stderr.strip().splitlines() == [
+        "usage: python -m semantic_skills.worker STARTUP (the start-up settings as JSON): "
+        "the start-up settings need an index_dir"]
+
+
+def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(examples_index):
+    client = RouterClient(examples_index, restart_delays=(60,))
+    client.start()
+    try:
+        assert client.wait_ready(READY_SECONDS), client.status.detail
+        first = client._process.pid
+        client.configure(examples_index, EmbedderSettings())
+        assert client.ready and client._process.pid == first
+
+        client.configure(examples_index, EmbedderSettings(backend="onnx"))
+        deadline = time.monotonic() + READY_SECONDS
+        while client.status.state != FAILED and time.monotonic() < deadline:
+            time.sleep(0.05)
+        mismatch = (client.status.state, client.status.detail, client._process.pid if client._process else None)
+
+        client.configure(examples_index, EmbedderSettings())
+        assert client.wait_ready(READY_SECONDS), client.status.detail
+        answer = client.route(PDF, (), timeout=30)
+    finally:
+        client.close()
+
+    assert mismatch[0] == FAILED and "the configured embedder is onnx" in mismatch[1]
+    assert mismatch[2] not in (None, first)  # a new worker, not a restart delay
+    assert answer.status == OK and answer.data["skill"] == "pdf-to-markdown"
