@@ -48,7 +48,7 @@ def _read(path: Path) -> str | None:
 
 def _create(path: Path) -> str:
     """A new seal written to ``path`` (0600) without ever replacing a valid one another process wrote first."""
-    seal = secrets.token_hex(16)
+    seal = secrets.token_hex(8)  # 64 random bits: unguessable, and few tokens
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".seal.{secrets.token_hex(4)}")
