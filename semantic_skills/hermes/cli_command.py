@@ -22,8 +22,9 @@ HELP = "Build, check and query the semantic skill index (build, status, doctor, 
 
 
 def setup(parser: argparse.ArgumentParser) -> None:
-    parser.conflict_handler = "resolve"  # our -h/--help replaces the wrapper's
-    parser.add_argument("-h", "--help", action="store_true", dest="plugin_help",
+    parser.conflict_handler = "resolve"  # a group made now resolves clashes: its -h/--help replaces the wrapper's
+    plugin = parser.add_argument_group("semantic-skills")
+    plugin.add_argument("-h", "--help", action="store_true", dest="plugin_help",
                         help="show the plugin's commands and options")
     parser.add_argument("arguments", nargs=argparse.REMAINDER,
                         help="a semantic-skills command and its arguments, for example: doctor, build, status")

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +33,39 @@ def subprocess_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_hermes(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the real ``hermes`` command line with ``home`` as its Hermes home."""
+def run_hermes(home: Path, *args: str, timeout: float = 120, hermes: Path = HERMES,
+               cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the real ``hermes`` command line (``hermes``: its script) with ``home`` as its Hermes home."""
     env = dict(subprocess_env(home), COLUMNS="200")
     env.pop("PYTHONPATH")  # Hermes must find the plugin the way a user's Hermes does
-    return subprocess.run([str(HERMES), *args], env=env, capture_output=True, text=True,
+    return subprocess.run([str(hermes), *args], env=env, capture_output=True, text=True, cwd=cwd,
                           stdin=subprocess.DEVNULL, timeout=timeout)
+
+
+def python_without(root: Path, hidden: tuple[str, ...]) -> Path:
+    """A venv under ``root`` (a ``python`` and a ``hermes`` in its ``bin``) that sees this venv's packages
+    except those whose folder or metadata name starts with one of ``hidden``.
+
+    Links to the packages stand in a folder a ``.pth`` file names, so they are
+    importable as they are here; hidden ones are simply absent, as for a user
+    who never installed them.
+    """
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = Path(sysconfig.get_paths()["purelib"])
+    visible = root / "site-packages"
+    visible.mkdir()
+    for entry in packages.iterdir():
+        if not entry.name.lower().startswith(hidden) and entry.suffix != ".pth":
+            (visible / entry.name).symlink_to(entry)
+    own = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                               "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    (own / "visible.pth").write_text(f"{visible}\n")
+    script = venv / "bin" / "hermes"
+    script.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom hermes_cli.main import main\n"
+                      "sys.exit(main())\n")
+    script.chmod(0o755)
+    return venv / "bin"
 
 
 def build_index(home: Path, *args: str) -> subprocess.CompletedProcess:
