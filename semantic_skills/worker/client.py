@@ -122,10 +122,12 @@ class RouterClient:
             if process is None:
                 code, reason = None, "could not start"
             else:
-                threading.Thread(target=self._read_stderr, args=(process,), name="semantic-skills-stderr",
-                                 daemon=True).start()
+                stderr = threading.Thread(target=self._read_stderr, args=(process,), name="semantic-skills-stderr",
+                                          daemon=True)
+                stderr.start()
                 self._read_stdout(process)
                 code = process.wait()
+                stderr.join(timeout=1.0)  # its last lines say why it exited
                 reason = f"exited with code {code}"
             self._on_worker_gone()
             if self._stop.is_set():

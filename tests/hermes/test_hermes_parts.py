@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import stat
+import subprocess
 import sys
 
 import pytest
@@ -19,7 +22,7 @@ from semantic_skills.logs import OnceLogger
 from semantic_skills.skills.eligibility import environments_allow
 from semantic_skills.skills.parsing import parse_skill
 
-from hermes_testkit import write_settings
+from hermes_testkit import subprocess_env, write_settings
 
 
 class Clock:
@@ -158,6 +161,39 @@ def test_patch_leaves_hermes_alone_on_another_version_or_signature(monkeypatch):
     monkeypatch.setattr(agent.prompt_builder, "build_skills_system_prompt", changed)
     assert prompt_stub.install(lambda: "compact", lambda: "seal", OnceLogger()) is False
     assert agent.prompt_builder.build_skills_system_prompt is changed
+
+
+# --------------------------------------------------------------------------- seal
+
+SEAL_OF = "import sys; from pathlib import Path; from semantic_skills.hermes.seal import home_seal; " \
+          "print(home_seal(Path(sys.argv[1])))"
+
+
+def test_the_seal_is_made_once_per_home_readable_by_its_owner_only_and_kept_across_restarts(tmp_path):
+    home = tmp_path / "home"
+    starts = [subprocess.run([sys.executable, "-c", SEAL_OF, str(home)], capture_output=True, text=True, check=True,
+                             env=subprocess_env(home)).stdout.strip() for _ in range(2)]
+
+    path = home / "semantic-skills" / "seal"
+    assert starts[0] == starts[1] == home_seal(home) == path.read_text().strip()
+    assert re.fullmatch("[0-9a-f]{16}", starts[0]) and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert home_seal(tmp_path / "another-home") != starts[0]
+
+
+def test_a_damaged_seal_is_replaced_and_a_home_that_cannot_hold_one_still_gets_one(tmp_path, caplog):
+    damaged = tmp_path / "damaged"
+    (damaged / "semantic-skills").mkdir(parents=True)
+    (damaged / "semantic-skills" / "seal").write_text("<not a seal>")
+    (tmp_path / "a-file").write_text("")
+
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        replaced = home_seal(damaged)
+        no_room = [home_seal(tmp_path / "a-file" / "home") for _ in range(2)]
+
+    assert re.fullmatch("[0-9a-f]{16}", replaced)
+    assert (damaged / "semantic-skills" / "seal").read_text() == replaced + "\n"
+    assert no_room[0] == no_room[1] and re.fullmatch("[0-9a-f]{16}", no_room[0])
+    assert len([r for r in caplog.records if "cannot store the skill-block seal" in r.getMessage()]) == 1
 
 
 # --------------------------------------------------------------------------- environments
