@@ -12,7 +12,7 @@ import yaml
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
 
-from fake_llm import FakeChatServer
+from fake_llm import FakeChatServer, last_user_content, make_agent
 from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
@@ -34,18 +34,6 @@ SOURDOUGH_SKILL = """\
 def llm():
     with FakeChatServer() as server:
         yield server
-
-
-def make_agent(llm: FakeChatServer, session_id: str, platform: str = "cli", user_id: str | None = None):
-    from run_agent import AIAgent
-
-    return AIAgent(base_url=llm.base_url, api_key="sk-test", model="fake-model", quiet_mode=True,
-                   skip_context_files=True, skip_memory=True, session_id=session_id, platform=platform,
-                   user_id=user_id, max_iterations=4)
-
-
-def last_user_content(request: dict) -> str:
-    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
 
 
 def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm, runtime, hermes_home):
