@@ -68,6 +68,8 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
         rt.close()
 
     assert warnings_after_three and semantic_warnings(caplog) == warnings_after_three
+    assert warnings_after_three == [f"semantic-skills: no skill index in {index_dir}; build one with: "
+                                    "hermes semantic-skills build"]  # the command a Hermes user runs
     assert found["status"] == "index_missing" and "hermes semantic-skills build" in found["error"]
     assert later["context"].startswith('<skill-context name="docker-compose-debug"')
 
