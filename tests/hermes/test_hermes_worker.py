@@ -94,7 +94,7 @@ def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes
             publish(good)
 
     assert all(a.ok and a.data["skill"] == "docker-compose-debug" for a in answers)
-    assert len(reported()) == 1 and "rebuild it with: semantic-skills build --full" in reported()[0]
+    assert len(reported()) == 1 and "rebuild it with: hermes semantic-skills build --full" in reported()[0]
 
 
 def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
