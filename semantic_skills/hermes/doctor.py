@@ -153,8 +153,12 @@ def dependencies_check(setup: Setup) -> Check:
     if not broken:
         return Check("dependencies", OK, f"{', '.join(CORE_MODULES)} and the {backend} embedder's packages are "
                                          f"installed in {sys.executable}", facts=facts)
-    return Check("dependencies", FAIL, f"not installed in {sys.executable}: {', '.join(broken)}",
-                 f"install the plugin's dependencies into this Python: {install_command(backend)}", facts)
+    fix = f"install the plugin's dependencies into this Python: {install_command(backend)}"
+    if backend != "onnx" and broken == missing_modules(EMBEDDER_MODULES[backend]) \
+            and not missing_modules(EMBEDDER_MODULES["onnx"]):
+        fix = (f"set embedder: onnx under plugins.entries.{PLUGIN_NAME}.settings in {setup.home / 'config.yaml'} "
+               f"(its packages are installed: the torch-free install), or {fix}")
+    return Check("dependencies", FAIL, f"not installed in {sys.executable}: {', '.join(broken)}", fix, facts)
 
 
 def hermes_check(setup: Setup) -> Check:

@@ -15,7 +15,7 @@ import pytest
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 
-from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, WORKER_READY_SECONDS, python_without, run_hermes
+from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, REPO, WORKER_READY_SECONDS, python_without, run_hermes
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 FIX = "install the plugin's dependencies into this Python: "
@@ -103,6 +103,19 @@ def test_doctor_without_dependencies_fails_on_that_line_with_the_fix(bare):
     assert checks["index"]["status"] == checks["worker"]["status"] == "skip"
     assert f"FAIL dependencies: not installed in {bare.python}: numpy" in as_text.stdout
     assert f"-> fix: {FIX}{bare.install}" in as_text.stdout
+
+
+def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
+    python = python_without(tmp_path, ("torch", "sentence_transformers", "semantic_skills", "__editable__")) / "python"
+    home = tmp_path / "home"
+    done = subprocess.run([str(python), "-m", "semantic_skills", "doctor", "--json"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"})
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    dependencies = json.loads(done.stdout)["checks"][1]
+    assert dependencies["facts"]["missing"] == ["sentence_transformers"]
+    assert dependencies["fix"].startswith(f"set embedder: onnx under plugins.entries.semantic-skills.settings in "
+                                          f"{home / 'config.yaml'} (its packages are installed")
 
 
 def test_doctor_on_a_healthy_install_is_all_green(hermes_home):
