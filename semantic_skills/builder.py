@@ -101,7 +101,8 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
         and old.embedder.same_space(wanted)
     )
     root_paths = [str(r.path) for r in roots]
-    same_roots = old is not None and old.roots == root_paths
+    root_kinds = {str(r.path): r.kind for r in roots if r.kind}
+    same_roots = old is not None and old.roots == root_paths and old.root_kinds == root_kinds
     # Parsed skills are reused only under the same roots: a skill's category depends on its root.
     found = _discover(roots, old.skills if reusable and same_roots else (), report)
     diff = IndexDiff.of(found, old.skills if old is not None else ())
@@ -135,7 +136,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.embedder = identity.describe()
     for path, (start, count) in kept.items():
         vectors_by_path[path] = old_vectors[start : start + count]
-    manifest, vectors = _assemble(found, vectors_by_path, identity, root_paths, old.router if reusable else {})
+    manifest, vectors = _assemble(found, vectors_by_path, identity, roots, old.router if reusable else {})
     write_index(index_dir, manifest, vectors)
     report.wrote = True
 
@@ -162,7 +163,7 @@ def _discover(roots: list[SkillsRoot], reusable: Iterable[SkillRecord], report: 
 
 
 def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], identity: EmbedderIdentity,
-              root_paths: list[str], router: dict) -> tuple[Manifest, np.ndarray]:
+              roots: list[SkillsRoot], router: dict) -> tuple[Manifest, np.ndarray]:
     """The manifest and vector rows of an index holding ``skills`` in order."""
     records: list[SkillRecord] = []
     row = 0
@@ -177,8 +178,9 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], ident
         vectors_file="",
         rows=row,
         built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        roots=root_paths,
+        roots=[str(r.path) for r in roots],
         router=router,
+        root_kinds={str(r.path): r.kind for r in roots if r.kind},
     )
     return manifest, np.vstack([vectors_by_path[s.path] for s in skills])
 
