@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..skills.discovery import SkillsRoot
 from .capabilities import parameters
 from .config import disabled_skill_names
 
@@ -82,6 +83,29 @@ def _hermes(module: str, name: str) -> Callable | None:
     except Exception:  # noqa: BLE001 - not this Hermes
         return None
     return found if callable(found) else None
+
+
+def hermes_skills_roots() -> list[SkillsRoot] | None:
+    """The skills folders the running Hermes scans, in its order of precedence; None without Hermes.
+
+    Trusted project folders first (Hermes 0.21+, for the current directory),
+    then the profile's own, ``skills.create_dir`` and ``skills.external_dirs``.
+    """
+    all_dirs = _hermes("agent.skill_utils", "get_all_skills_dirs")
+    if all_dirs is None:
+        return None
+    external_dirs = _hermes("agent.skill_utils", "get_external_skills_dirs")
+    project_dirs = _hermes("agent.skill_utils", "get_project_skills_dirs")
+    try:
+        external = {Path(d).resolve() for d in (external_dirs() if external_dirs else ())}
+        roots = [SkillsRoot(Path(d).resolve(), project=True) for d in (project_dirs() if project_dirs else ())]
+        roots += [SkillsRoot(Path(d).resolve(), external=Path(d).resolve() in external) for d in all_dirs()]
+    except Exception:  # noqa: BLE001 - Hermes could not say: the caller reads config.yaml itself
+        return None
+    unique: dict[Path, SkillsRoot] = {}
+    for root in roots:
+        unique.setdefault(root.path, root)
+    return list(unique.values())
 
 
 class Eligibility:
