@@ -31,7 +31,7 @@ ENVIRONMENTS = "environments"
 PROJECT_SKILLS = "project_skills"
 
 # Missing in an older Hermes because that Hermes does not have the feature either: nothing is lost.
-ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS})
+ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG})
 
 
 @dataclass(frozen=True)
