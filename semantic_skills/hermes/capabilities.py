@@ -70,13 +70,27 @@ def probe(load_gateway: bool) -> list[Capability]:
                                         "from the hub need: semantic-skills build")),
         (TOOL_CALL_HOOK, lambda: _hook("post_tool_call", "re-indexes after each skill_manage call",
                                        "no automatic re-index: run semantic-skills build after changing skills")),
-        (PLUGIN_CONFIG, _plugin_config),
-        (PROFILE_HOME, _profile_home),
+        (PLUGIN_CONFIG, _present("hermes_cli.plugins", ("PluginContext.get_config",),
+                                 "settings are read with ctx.get_config (plugins.entries.semantic-skills.settings)",
+                                 "no ctx.get_config: settings are read from config.yaml "
+                                 "(plugins.entries.semantic-skills.settings)")),
+        (PROFILE_HOME, _present("hermes_constants", ("get_hermes_home",),
+                                "hermes_constants.get_hermes_home() gives each call's profile home",
+                                "no hermes_constants.get_hermes_home: the home is $HERMES_HOME, else ~/.hermes")),
         (HOOK_OUTPUT_CAP, _hook_output_cap),
         (SKILL_CONDITIONS, _skill_conditions),
-        (DISABLED_SKILLS, _disabled_skills),
-        (ENVIRONMENTS, _environments),
-        (PROJECT_SKILLS, _project_skills),
+        (DISABLED_SKILLS, _present("agent.skill_utils", ("get_disabled_skill_names",),
+                                   "skills.disabled and skills.platform_disabled are read by Hermes' "
+                                   "get_disabled_skill_names",
+                                   "no get_disabled_skill_names: skills.disabled is read from config.yaml by the "
+                                   "plugin")),
+        (ENVIRONMENTS, _present("agent.skill_utils", ("skill_matches_environment",),
+                                "environments: (kanban, docker, s6) are asked of Hermes for each message",
+                                "no skill_matches_environment: skills are offered whatever their environments:")),
+        (PROJECT_SKILLS, _present("agent.skill_utils", ("get_project_skills_dirs", "is_quarantined_project_skill"),
+                                  "trusted project skills (.hermes/skills, .agents/skills) are indexed; quarantined "
+                                  "ones are never offered",
+                                  "this Hermes has no trusted project skills: none are indexed")),
     ]
     if load_gateway or "gateway.run" in sys.modules:
         probes[1:1] = [(GATEWAY_AUTHORIZATION, _gateway_authorization), (UPDATE_PROMPT, _update_prompt)]
@@ -100,8 +114,21 @@ def _module(name: str):
 
 
 def _function(module: str, name: str):
-    """``module.name`` if the module imports, else None."""
-    return getattr(_module(module), name, None)
+    """``module.name`` (``name`` may be dotted: ``Class.method``) if the module imports, else None."""
+    found = _module(module)
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _present(module: str, names: tuple[str, ...], found: str, missing: str) -> Callable[[], tuple[bool, str]]:
+    """A probe that finds every one of ``names`` in ``module``; ``found`` / ``missing`` say what follows."""
+
+    def check() -> tuple[bool, str]:
+        present = all(callable(_function(module, name)) for name in names)
+        return (True, found) if present else (False, missing)
+
+    return check
 
 
 def parameters(function) -> tuple[str, ...]:
@@ -173,19 +200,6 @@ def _hook(name: str, effect: str, instead: str) -> tuple[bool, str]:
     return False, f"no {name} hook: {instead}"
 
 
-def _plugin_config() -> tuple[bool, str]:
-    context = _function("hermes_cli.plugins", "PluginContext")
-    if callable(getattr(context, "get_config", None)):
-        return True, "settings are read with ctx.get_config (plugins.entries.semantic-skills.settings)"
-    return False, "no ctx.get_config: settings are read from config.yaml (plugins.entries.semantic-skills.settings)"
-
-
-def _profile_home() -> tuple[bool, str]:
-    if callable(_function("hermes_constants", "get_hermes_home")):
-        return True, "hermes_constants.get_hermes_home() gives each call's profile home"
-    return False, "no hermes_constants.get_hermes_home: the home is $HERMES_HOME, else ~/.hermes"
-
-
 def _hook_output_cap() -> tuple[bool, str]:
     get_spill_config = _function("tools.hook_output_spill", "get_spill_config")
     if not callable(get_spill_config):
@@ -203,23 +217,3 @@ def _skill_conditions() -> tuple[bool, str]:
                        "are not applied, conditioned skills stay offered")
     platforms = " and session_platforms" if "session_platform" in parameters(should_show) else ""
     return True, f"metadata.hermes requires_* / fallback_for_*{platforms} applied with Hermes' own rule"
-
-
-def _disabled_skills() -> tuple[bool, str]:
-    if callable(_function("agent.skill_utils", "get_disabled_skill_names")):
-        return True, "skills.disabled and skills.platform_disabled are read by Hermes' get_disabled_skill_names"
-    return False, "no get_disabled_skill_names: skills.disabled is read from config.yaml by the plugin"
-
-
-def _environments() -> tuple[bool, str]:
-    if callable(_function("agent.skill_utils", "skill_matches_environment")):
-        return True, "environments: (kanban, docker, s6) are asked of Hermes for each message"
-    return False, "no skill_matches_environment: skills are offered whatever their environments:"
-
-
-def _project_skills() -> tuple[bool, str]:
-    names = ("get_project_skills_dirs", "is_quarantined_project_skill")
-    if all(callable(_function("agent.skill_utils", name)) for name in names):
-        return True, ("trusted project skills (.hermes/skills, .agents/skills) are indexed; quarantined ones "
-                      "are never offered")
-    return False, "this Hermes has no trusted project skills: none are indexed"
