@@ -5,6 +5,11 @@ A labelled file is JSON lines: ``{"query": ..., "gold": [names], "acceptable":
 ``acceptable`` names other skills that also count as right. Metrics are
 computed from the decisions exactly as ``route --queries`` prints them: the
 ``skill`` field for injections, ``candidates[0]`` for top-1.
+
+The leave-out evaluation routes every message that has a skill a second time
+with its gold and acceptable skills made ineligible. The right answer is then
+"inject nothing": the nearest remaining skills are genuine look-alikes, so any
+injection is a false injection into a neighbouring-domain message.
 """
 
 from __future__ import annotations
@@ -53,12 +58,16 @@ class LabelledQuery:
 @dataclass(frozen=True)
 class RoutedQuery:
     """A labelled message, the router's decision for it and how long it took (``embed_ms``: a bare
-    query embedding of the same text, timed for every ``BARE_EMBEDDING_EVERY``-th message, else None)."""
+    query embedding of the same text, timed for every ``BARE_EMBEDDING_EVERY``-th message, else None).
+
+    ``left_out`` marks a leave-out copy: the message routed with its right skills excluded.
+    """
 
     labelled: LabelledQuery
     decision: object  # router.Decision
     route_ms: float
     embed_ms: float | None = None
+    left_out: bool = False
 
 
 def read_labelled(path: str | Path) -> list[LabelledQuery]:
@@ -83,9 +92,14 @@ def read_labelled(path: str | Path) -> list[LabelledQuery]:
     return queries
 
 
-def route_all(router, queries: Sequence[LabelledQuery],
-              progress: Callable[[int], None] | None = None) -> list[RoutedQuery]:
-    """Route every query, timing ``route()`` and, for comparison, a bare embedding of some of the texts."""
+def route_all(router, queries: Sequence[LabelledQuery], progress: Callable[[int], None] | None = None,
+              leave_out: bool = False) -> list[RoutedQuery]:
+    """Route every query, timing ``route()`` and, for comparison, a bare embedding of some of the texts.
+
+    With ``leave_out``, each message with a skill is also routed with its right
+    skills excluded (right after the first route, so its embedding is cached;
+    leave-out copies are not timed).
+    """
     routed = []
     for number, labelled in enumerate(queries):
         started = time.perf_counter()
@@ -97,6 +111,9 @@ def route_all(router, queries: Sequence[LabelledQuery],
             router.embedder.embed_query(labelled.query)
             embed_ms = (time.perf_counter() - started) * 1000
         routed.append(RoutedQuery(labelled, decision, route_ms, embed_ms))
+        if leave_out and labelled.positive:
+            routed.append(RoutedQuery(labelled, router.route(labelled.query, exclude=labelled.right), 0.0,
+                                      left_out=True))
         if progress:
             progress(1)
     return routed
@@ -132,6 +149,12 @@ def quality(labelled: Sequence[LabelledQuery], decisions: Sequence[dict]) -> dic
     }
 
 
+def leave_out_quality(decisions: Sequence[dict]) -> dict:
+    """False injections among leave-out decisions (every one of them should inject nothing)."""
+    injections = sum(d["skill"] is not None for d in decisions)
+    return {"messages": len(decisions), "injections": injections, "false_injection": _rate(injections, len(decisions))}
+
+
 def _first_right_rank(query: LabelledQuery, decision: dict) -> int:
     """1-based rank of the first right skill among the candidates, 0 if none."""
     for rank, candidate in enumerate(decision.get("candidates") or [], 1):
@@ -145,27 +168,39 @@ def _rate(count: float, total: int) -> float | None:
 
 
 def evaluation_report(routed: Sequence[RoutedQuery]) -> dict:
-    """Overall and per-``source`` quality, plus route and bare-embedding latency."""
-    labelled = [r.labelled for r in routed]
-    decisions = [r.decision.as_dict() for r in routed]
+    """Overall and per-``source`` quality, plus route and bare-embedding latency; with leave-out
+    copies in ``routed``, also their false-injection rate overall and per source."""
+    first = [r for r in routed if not r.left_out]
+    labelled = [r.labelled for r in first]
+    decisions = [r.decision.as_dict() for r in first]
     sources = sorted({q.source for q in labelled})
-    route_ms = np.array([r.route_ms for r in routed])
-    embed_ms = np.array([r.embed_ms for r in routed if r.embed_ms is not None])
-    return {
+    route_ms = np.array([r.route_ms for r in first])
+    embed_ms = np.array([r.embed_ms for r in first if r.embed_ms is not None])
+    report = {
         "overall": quality(labelled, decisions),
         "by_source": {
             source: quality([q for q in labelled if q.source == source],
                             [d for q, d in zip(labelled, decisions) if q.source == source])
             for source in sources
         },
-        "latency_ms": {
-            "route_median": float(np.median(route_ms)),
-            "route_p95": float(np.percentile(route_ms, 95)),
-            "embed_median": float(np.median(embed_ms)),
-            "embed_p95": float(np.percentile(embed_ms, 95)),
-            "route_over_embed": float(np.median(route_ms) / max(np.median(embed_ms), 1e-9)),
-        },
     }
+    left_out = [r for r in routed if r.left_out]
+    if left_out:
+        report["leave_out"] = {
+            "overall": leave_out_quality([r.decision.as_dict() for r in left_out]),
+            "by_source": {
+                source: leave_out_quality([r.decision.as_dict() for r in left_out if r.labelled.source == source])
+                for source in sorted({r.labelled.source for r in left_out})
+            },
+        }
+    report["latency_ms"] = {
+        "route_median": float(np.median(route_ms)),
+        "route_p95": float(np.percentile(route_ms, 95)),
+        "embed_median": float(np.median(embed_ms)),
+        "embed_p95": float(np.percentile(embed_ms, 95)),
+        "route_over_embed": float(np.median(route_ms) / max(np.median(embed_ms), 1e-9)),
+    }
+    return report
 
 
 # --------------------------------------------------------------------------- calibration
@@ -173,7 +208,13 @@ def evaluation_report(routed: Sequence[RoutedQuery]) -> dict:
 
 @dataclass(frozen=True)
 class GatePoint:
-    """What one gate setting does on a labelled set."""
+    """What one gate setting does on a labelled set.
+
+    ``precision`` is over the labelled messages, as ``eval`` reports it;
+    ``leave_out_false_injection`` is over the leave-out copies (None without
+    any); ``objective_precision`` counts those false injections too, and is
+    what calibration holds to ``min_precision``.
+    """
 
     gate: Gate
     correct_injection: float
@@ -181,6 +222,8 @@ class GatePoint:
     false_injection: float | None
     precision: float | None
     injections: int
+    leave_out_false_injection: float | None = None
+    objective_precision: float | None = None
 
 
 @dataclass(frozen=True)
@@ -203,16 +246,20 @@ class Calibration:
 
 def calibrate(routed: Sequence[RoutedQuery], min_precision: float = DEFAULT_MIN_PRECISION,
               floors: Iterable[float] = FLOOR_GRID, gaps: Iterable[float] = GAP_GRID) -> Calibration:
-    """Fit the gate: the setting with the most correct injections whose precision is >= ``min_precision``.
+    """Fit the gate: the setting with the most correct injections whose objective precision is >= ``min_precision``.
 
-    Decisions are re-judged from the features the router recorded, so no
-    message is embedded twice. When no setting is that precise, the most
-    precise one is chosen and ``meets_target`` is False.
+    The objective precision is right injections over all injections, those
+    into leave-out copies included: each copy is one more message that must
+    get nothing. Decisions are re-judged from the features the router
+    recorded, so no message is embedded twice. When no setting is that
+    precise, the most precise one is chosen and ``meets_target`` is False.
     """
-    positive = np.array([r.labelled.positive for r in routed])
+    left_out = np.array([r.left_out for r in routed], dtype=bool)
+    positive = np.array([r.labelled.positive for r in routed], dtype=bool) & ~left_out
+    negative = ~positive & ~left_out
     top_right = np.array([bool(r.decision.candidates) and r.decision.candidates[0].name in r.labelled.right
-                          for r in routed])
-    judged = np.array([bool(r.decision.features) for r in routed])
+                          for r in routed], dtype=bool)
+    judged = np.array([bool(r.decision.features) for r in routed], dtype=bool)
     similarity = np.array([r.decision.features.get("similarity", 0.0) for r in routed])
     gap = np.array([r.decision.features.get("relative_gap", 0.0) for r in routed])
     points = []
@@ -220,24 +267,34 @@ def calibrate(routed: Sequence[RoutedQuery], min_precision: float = DEFAULT_MIN_
         for min_gap in gaps:
             gate = Gate(floor, min_gap)
             inject = judged & (similarity >= gate.floor) & (gap >= gate.min_relative_gap)
-            correct = int((inject & positive & top_right).sum())
-            wrong = int((inject & positive & ~top_right).sum())
-            false = int((inject & ~positive).sum())
-            points.append(GatePoint(
-                gate,
-                correct / max(int(positive.sum()), 1),
-                wrong / max(int(positive.sum()), 1),
-                false / int((~positive).sum()) if (~positive).any() else None,
-                correct / (correct + wrong + false) if correct + wrong + false else None,
-                correct + wrong + false,
-            ))
-    precise = [p for p in points if p.precision is not None and p.precision >= min_precision]
+            points.append(_gate_point(gate, inject, positive, negative, left_out, top_right))
+    precise = [p for p in points if p.objective_precision is not None and p.objective_precision >= min_precision]
     if precise:
-        chosen = max(precise, key=lambda p: (p.correct_injection, p.precision, -p.gate.floor))
+        chosen = max(precise, key=lambda p: (p.correct_injection, p.objective_precision, -p.gate.floor))
     else:
-        chosen = max((p for p in points if p.precision is not None),
-                     key=lambda p: (p.precision, p.correct_injection), default=points[0])
+        chosen = max((p for p in points if p.objective_precision is not None),
+                     key=lambda p: (p.objective_precision, p.correct_injection), default=points[0])
     return Calibration(chosen, bool(precise), min_precision, points)
+
+
+def _gate_point(gate: Gate, inject: np.ndarray, positive: np.ndarray, negative: np.ndarray,
+                left_out: np.ndarray, top_right: np.ndarray) -> GatePoint:
+    correct = int((inject & positive & top_right).sum())
+    wrong = int((inject & positive & ~top_right).sum())
+    false = int((inject & negative).sum())
+    leave_out_false = int((inject & left_out).sum())
+    labelled_injections = correct + wrong + false
+    all_injections = labelled_injections + leave_out_false
+    return GatePoint(
+        gate,
+        correct / max(int(positive.sum()), 1),
+        wrong / max(int(positive.sum()), 1),
+        _rate(false, int(negative.sum())),
+        _rate(correct, labelled_injections),
+        labelled_injections,
+        _rate(leave_out_false, int(left_out.sum())),
+        _rate(correct, all_injections),
+    )
 
 
 def save_gate(index_dir: str | Path, calibration: Calibration, queries_file: str, messages: int) -> dict:
@@ -251,6 +308,8 @@ def save_gate(index_dir: str | Path, calibration: Calibration, queries_file: str
             "messages": messages,
             "min_precision": calibration.min_precision,
             "precision": point.precision,
+            "leave_out_false_injection": point.leave_out_false_injection,
+            "objective_precision": point.objective_precision,
             "correct_injection": point.correct_injection,
             "calibrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         },
