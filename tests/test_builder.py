@@ -158,6 +158,21 @@ def test_editing_one_skill_re_embeds_exactly_that_skill(built, bundled_embedder)
     assert record.content_hash == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_body_terms_are_recorded_and_kept_for_skills_that_are_not_re_embedded(built, bundled_embedder):
+    skills_dir, index_dir = built
+    before = {r.name: r.terms for r in read_manifest(index_dir).skills}
+    assert all(before.values())
+    path = skills_dir / "git" / "commit-messages" / "SKILL.md"
+    path.write_text(path.read_text() + "\n## Tickets\n\nMention the zebrafish ticket number.\n")
+
+    build(skills_dir, index_dir, RecordingEmbedder(bundled_embedder))
+
+    after = {r.name: r.terms for r in read_manifest(index_dir).skills}
+    assert "zebrafish" in after["commit-messages"].split() and "tickets" in after["commit-messages"].split()
+    assert {n: t for n, t in after.items() if n != "commit-messages"} == {
+        n: t for n, t in before.items() if n != "commit-messages"}
+
+
 def test_removing_one_skill_removes_it_without_embedding(built, bundled_embedder):
     skills_dir, index_dir = built
     shutil.rmtree(skills_dir / "media" / "image-resize")

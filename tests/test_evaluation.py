@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -24,7 +25,7 @@ from semantic_skills.evaluation import (
 from semantic_skills.gates import Gate
 from semantic_skills.index.manifest import read_manifest
 from semantic_skills.lexical import LexicalIndex, tokenize
-from semantic_skills.recipe import MAX_SENTENCE_VIEWS, skill_views
+from semantic_skills.recipe import MAX_SENTENCE_VIEWS, body_terms, skill_views
 from semantic_skills.router import Candidate, Decision, SkillRouter
 from semantic_skills.skills.parsing import Skill
 
@@ -261,6 +262,13 @@ def test_views_are_capped():
     assert len(skill_views(skill("A description sentence.", body))) == 1 + MAX_SENTENCE_VIEWS
 
 
+def test_body_terms_are_the_distinct_words_of_prose_and_headings_without_code():
+    body = ("# Setup Steps\n\nInstall the Widget tool. Install it twice.\n"
+            "```\npip install secretpkg\n```\n| col | Alpha |\n")
+    assert body_terms(skill("d", body)) == "setup steps install widget tool twice col alpha"
+    assert body_terms(skill("d", body), limit=2) == "setup steps"
+
+
 def test_tokenize_splits_identifiers_and_drops_stopwords():
     assert tokenize("Use the GifApi for my_tool and JQL") == ["use", "gif", "api", "my", "tool", "jql"]
 
@@ -271,3 +279,5 @@ def test_lexical_scores_give_the_best_match_one_and_no_overlap_zero():
     assert scores.max() == pytest.approx(1.0) and scores.argmax() == 0 and scores[1] == 0
     assert not index.scores("completely unrelated words").any()
     assert not LexicalIndex([]).scores("anything").any()
+    among_the_rest = index.scores("find a gif on giphy", eligible=np.array([False, True, True]))
+    assert among_the_rest[2] == pytest.approx(1.0) and among_the_rest[0] > 1.0
