@@ -118,3 +118,36 @@ def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch
     SentenceTransformerEmbedder().load()
 
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+@pytest.fixture(scope="module")
+def prompted_model_folder(tmp_path_factory) -> Path:
+    """The bundled MiniLM's files plus a config_sentence_transformers.json with query and document prompts."""
+    import json
+
+    from semantic_skills.embedders.sentence_transformers import bundled_model_folder
+
+    folder = tmp_path_factory.mktemp("prompted-model")
+    for entry in bundled_model_folder().iterdir():
+        if entry.name != "config_sentence_transformers.json":
+            (folder / entry.name).symlink_to(entry)
+    prompts = {"query": "search query: ", "document": "skill text: "}
+    (folder / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": prompts, "default_prompt_name": None}))
+    return folder
+
+
+def test_a_local_model_folder_gets_its_own_query_and_document_prompts(prompted_model_folder, bundled_embedder):
+    import numpy as np
+
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(str(prompted_model_folder))
+    text = QUERIES[1]
+    assert np.allclose(embedder.embed_query(text), bundled_embedder.embed_query("search query: " + text), atol=1e-5)
+    document = embedder.embed_documents([text])[0]
+    assert np.allclose(document, bundled_embedder.embed_documents(["skill text: " + text])[0], atol=1e-5)
+    configured = SentenceTransformerEmbedder(str(prompted_model_folder), query_prefix="q: ", document_prefix="d: ")
+    assert np.allclose(configured.embed_query(text), bundled_embedder.embed_query("q: " + text), atol=1e-5)
+    assert np.allclose(configured.embed_documents([text])[0], bundled_embedder.embed_documents(["d: " + text])[0],
+                       atol=1e-5)
