@@ -9,18 +9,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from semantic_skills.calibration import calibrate, save_gate
 from semantic_skills.cli import main
 from semantic_skills.evaluation import (
     LabelledFileError,
     LabelledQuery,
     RoutedQuery,
-    calibrate,
     evaluation_report,
     leave_out_quality,
     quality,
     read_labelled,
     route_all,
-    save_gate,
 )
 from semantic_skills.gates import Gate
 from semantic_skills.index.manifest import read_manifest

@@ -99,19 +99,22 @@ def _echo_metrics_table(report: dict) -> None:
 @main.command()
 @queries_file_option
 @index_options
-@click.option("--min-precision", default=0.80, show_default=True, type=click.FloatRange(0.0, 1.0),
-              help="Precision of injections the chosen gate must reach.")
+@click.option("--min-precision", default=0.65, show_default=True, type=click.FloatRange(0.0, 1.0),
+              help="Precision the chosen gate must reach, counting its injections into leave-out copies "
+                   "(each message with a skill routed again without its right skills) as wrong.")
 @click.option("--write", is_flag=True, help="Save the chosen gate in the index manifest (router section).")
 @json_option
 def calibrate(queries_file, index_dir, backend, model, min_precision, write, as_json):
     """Fit the decision gate to labelled messages and show the precision / correct-injection trade-off.
 
     Picks the similarity floor (never below 0.30) and relative-gap threshold
-    with the most correct injections at --min-precision. Nothing is saved
-    without --write; the defaults need no calibration with the bundled model.
+    with the most correct injections at --min-precision, where precision also
+    counts injections into leave-out copies of the messages (routed without
+    their right skills: they should get nothing). Nothing is saved without
+    --write; the defaults need no calibration with the bundled model.
     """
-    from ..evaluation import calibrate as fit_gate
-    from ..evaluation import save_gate
+    from ..calibration import calibrate as fit_gate
+    from ..calibration import save_gate
 
     router, routed = _route_labelled(queries_file, index_dir, backend, model, leave_out=True)
     fitted = fit_gate(routed, min_precision)
