@@ -242,6 +242,21 @@ def test_another_embedder_identity_forces_a_full_rebuild(built, bundled_embedder
     assert read_manifest(index_dir).embedder == recorder.identity
 
 
+def test_an_index_of_the_previous_recipe_routes_until_the_next_build_redoes_it_with_body_terms(built, bundled_embedder):
+    skills_dir, index_dir = built
+    data = json.loads((index_dir / MANIFEST).read_text())
+    data["document_text"] = "v2: main + up to 4 sentences"
+    for record in data["skills"]:
+        del record["terms"]
+    (index_dir / MANIFEST).write_text(json.dumps(data))
+    decision = SkillRouter.open(index_dir, embedder=bundled_embedder).route("convert this scanned PDF into markdown")
+    assert decision.candidates[0].name == "pdf-to-markdown"
+
+    report = build(skills_dir, index_dir, RecordingEmbedder(bundled_embedder))
+
+    assert report.counts()["updated"] == 10 and all(r.terms for r in read_manifest(index_dir).skills)
+
+
 def test_a_new_document_recipe_forces_a_full_rebuild(built, bundled_embedder, monkeypatch):
     skills_dir, index_dir = built
     monkeypatch.setattr(recipe, "RECIPE", recipe.RECIPE + " (changed)")
