@@ -151,3 +151,19 @@ def test_a_local_model_folder_gets_its_own_query_and_document_prompts(prompted_m
     assert np.allclose(configured.embed_query(text), bundled_embedder.embed_query("q: " + text), atol=1e-5)
     assert np.allclose(configured.embed_documents([text])[0], bundled_embedder.embed_documents(["d: " + text])[0],
                        atol=1e-5)
+
+
+def test_an_index_built_with_a_prompted_model_folder_routes_with_its_prompts(prompted_model_folder, tmp_path):
+    from semantic_skills.builder import build_index
+    from semantic_skills.router import SkillRouter
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
+
+    from support import EXAMPLES
+
+    settings = EmbedderSettings(backend="sentence-transformers", model=str(prompted_model_folder))
+    build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path / "index", settings)
+    router = SkillRouter.open(tmp_path / "index")  # the embedder recorded in the index, prompts from its folder
+    decision = router.route("convert this scanned PDF into markdown")
+    assert router.embedder.identity.model == str(prompted_model_folder)
+    assert decision.skill is not None and decision.skill.name == "pdf-to-markdown"
