@@ -9,6 +9,7 @@ the skills that may be chosen for the message, so the best lexical match gets
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -19,10 +20,15 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def tokenize(text: str) -> list[str]:
     """Lower-case words of two or more letters or digits, camelCase split, English stopwords dropped."""
+    stopwords = _stopwords()
+    return [w for w in _WORD.findall(_CAMEL.sub(" ", text).lower()) if w not in stopwords]
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
     from bm25s.stopwords import STOPWORDS_EN
 
-    words = _WORD.findall(_CAMEL.sub(" ", text))
-    return [w for w in (w.lower() for w in words) if w not in STOPWORDS_EN]
+    return frozenset(STOPWORDS_EN)
 
 
 class LexicalIndex:
