@@ -36,9 +36,9 @@ class IndexState:
 
     ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
     by repeating one (``None`` when no skill has any). ``neighbours[i]`` lists
-    the ``NEIGHBOUR_TABLE`` skills nearest to skill ``i`` (main vectors), best
-    first, and ``neighbour_cosine[i]`` their cosines (-1 past the end of a
-    small index). ``offered`` marks the skills this machine may offer
+    the ``NEIGHBOUR_TABLE`` skills nearest to skill ``i`` (main vectors, fewer
+    in a small index), best first, and ``neighbour_cosine[i]`` their cosines.
+    ``offered`` marks the skills this machine may offer
     (``platforms:``, ``environments:``); ``positions`` maps each name and
     folder to its skills, so a message's exclusions cost a lookup per name.
     """
@@ -89,7 +89,7 @@ class Ranking:
     lexical: np.ndarray
     top_separation: float
 
-    def gate_features(self, state: IndexState) -> dict:
+    def gate_features(self) -> dict:
         """What the gate looks at for the top skill (all plain floats)."""
         competitors = self.scores[1 : 1 + COMPETITORS]
         competitor_mean = float(competitors.mean()) if len(competitors) else 0.0
