@@ -46,10 +46,9 @@ class LexicalIndex:
 
     @classmethod
     def for_skills(cls, records: Iterable) -> "LexicalIndex":
-        """An index over the manifest fields of ``records`` (skill records, with their body ``terms``)."""
+        """An index over the manifest fields of skill ``records``, their body ``terms`` included."""
         return cls([
-            " ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " "),
-                      getattr(r, "terms", "")])
+            " ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " "), r.terms])
             for r in records
         ])
 
