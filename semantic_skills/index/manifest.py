@@ -17,7 +17,8 @@ MANIFEST = "manifest.json"
 
 @dataclass(frozen=True)
 class SkillRecord:
-    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``."""
+    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``;
+    ``terms`` are its body's words for the lexical index (see recipe.body_terms)."""
 
     name: str
     folder: str
@@ -31,12 +32,13 @@ class SkillRecord:
     external: bool
     row_start: int
     row_count: int
+    terms: str = ""
 
     @classmethod
-    def from_skill(cls, skill: Skill, row_start: int, row_count: int) -> "SkillRecord":
+    def from_skill(cls, skill: Skill, row_start: int, row_count: int, terms: str = "") -> "SkillRecord":
         return cls(
             skill.name, skill.folder, skill.path, skill.content_hash, skill.category, skill.description,
-            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count,
+            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count, terms,
         )
 
     def to_skill(self) -> Skill:
@@ -54,6 +56,7 @@ class SkillRecord:
             "platforms": list(self.platforms), "environments": list(self.environments), "tags": list(self.tags),
             "external": self.external,
             "rows": [self.row_start, self.row_count],
+            "terms": self.terms,
         }
 
     @classmethod
@@ -64,7 +67,7 @@ class SkillRecord:
             str(data.get("category", "")), str(data.get("description", "")),
             tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
             tuple(str(t) for t in data.get("tags", ())),
-            bool(data.get("external", False)), int(start), int(count),
+            bool(data.get("external", False)), int(start), int(count), str(data.get("terms", "")),
         )
 
 
