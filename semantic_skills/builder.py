@@ -136,7 +136,8 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.embedder = identity.describe()
     for path, (start, count) in kept.items():
         vectors_by_path[path] = old_vectors[start : start + count]
-    manifest, vectors = _assemble(found, vectors_by_path, identity, roots, old.router if reusable else {})
+    kept_terms = {path: diff.records[path].terms for path in kept}  # a reused skill has no body to read
+    manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, roots, old.router if reusable else {})
     write_index(index_dir, manifest, vectors)
     report.wrote = True
 
@@ -162,14 +163,16 @@ def _discover(roots: list[SkillsRoot], reusable: Iterable[SkillRecord], report: 
     return found.skills
 
 
-def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], identity: EmbedderIdentity,
-              roots: list[SkillsRoot], router: dict) -> tuple[Manifest, np.ndarray]:
-    """The manifest and vector rows of an index holding ``skills`` in order."""
+def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_terms: dict[str, str],
+              identity: EmbedderIdentity, roots: list[SkillsRoot], router: dict) -> tuple[Manifest, np.ndarray]:
+    """The manifest and vector rows of an index holding ``skills`` in order; a skill in ``kept_terms``
+    keeps its recorded body terms, the others' are read from their bodies."""
     records: list[SkillRecord] = []
     row = 0
     for skill in skills:
         count = len(vectors_by_path[skill.path])
-        records.append(SkillRecord.from_skill(skill, row, count))
+        terms = kept_terms[skill.path] if skill.path in kept_terms else recipe.body_terms(skill)
+        records.append(SkillRecord.from_skill(skill, row, count, terms))
         row += count
     manifest = Manifest(
         embedder=identity,

@@ -254,7 +254,7 @@ class SkillRouter:
         top = candidates[0]
         if is_small_talk(text):
             return Decision(None, top.score, "small talk", candidates, floor, min_relative_gap=min_gap)
-        features = ranking.gate_features(state)
+        features = ranking.gate_features()
         inject, reason = gate.verdict(features["similarity"], features["relative_gap"])
         return Decision(top if inject else None, top.score, reason, candidates, floor, features, min_gap)
 

@@ -18,7 +18,8 @@ MANIFEST = "manifest.json"
 
 @dataclass(frozen=True)
 class SkillRecord:
-    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``."""
+    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``;
+    ``terms`` are its body's words for the lexical index (see recipe.body_terms)."""
 
     name: str
     folder: str
@@ -32,13 +33,14 @@ class SkillRecord:
     external: bool
     row_start: int
     row_count: int
+    terms: str = ""
     conditions: tuple[tuple[str, tuple[str, ...] | str], ...] = ()  # absent in older indexes
 
     @classmethod
-    def from_skill(cls, skill: Skill, row_start: int, row_count: int) -> "SkillRecord":
+    def from_skill(cls, skill: Skill, row_start: int, row_count: int, terms: str = "") -> "SkillRecord":
         return cls(
             skill.name, skill.folder, skill.path, skill.content_hash, skill.category, skill.description,
-            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count,
+            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count, terms,
             skill.conditions,
         )
 
@@ -57,6 +59,7 @@ class SkillRecord:
             "platforms": list(self.platforms), "environments": list(self.environments), "tags": list(self.tags),
             "external": self.external,
             "rows": [self.row_start, self.row_count],
+            "terms": self.terms,
             **({"conditions": self.condition_map()} if self.conditions else {}),
         }
 
@@ -72,7 +75,8 @@ class SkillRecord:
             str(data.get("category", "")), str(data.get("description", "")),
             tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
             tuple(str(t) for t in data.get("tags", ())),
-            bool(data.get("external", False)), int(start), int(count), _conditions(data.get("conditions")),
+            bool(data.get("external", False)), int(start), int(count), str(data.get("terms", "")),
+            _conditions(data.get("conditions")),
         )
 
 
