@@ -38,9 +38,10 @@ class IndexState:
     by repeating one (``None`` when no skill has any). ``neighbours[i]`` lists
     the ``NEIGHBOUR_TABLE`` skills nearest to skill ``i`` (main vectors, fewer
     in a small index), best first, and ``neighbour_cosine[i]`` their cosines.
-    ``offered`` marks the skills this machine may offer
-    (``platforms:``, ``environments:``); ``positions`` maps each name and
-    folder to its skills, so a message's exclusions cost a lookup per name.
+    ``offered`` marks the skills this machine may offer (``platforms:``, and
+    ``environments:`` against the inactive environments the index was opened
+    with; ``platform_ok`` is the first half alone); ``positions`` maps each
+    name and folder to its skills, so a message's exclusions cost a lookup per name.
     """
 
     manifest: Manifest
@@ -52,6 +53,7 @@ class IndexState:
     stamp: tuple | None
     offered: np.ndarray
     positions: dict[str, list[int]]
+    platform_ok: np.ndarray
 
     @classmethod
     def of(cls, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None,
@@ -59,19 +61,25 @@ class IndexState:
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
         counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
         main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
-        offered = np.array([platforms_allow(r.platforms) and environments_allow(r.environments, inactive_environments)
-                            for r in manifest.skills], dtype=bool)
+        platform_ok = np.array([platforms_allow(r.platforms) for r in manifest.skills], dtype=bool)
+        offered = platform_ok & _environments_mask(manifest, inactive_environments)
         positions: dict[str, list[int]] = {}
         for i, record in enumerate(manifest.skills):
             for key in {record.name, record.folder}:
                 positions.setdefault(key, []).append(i)
         neighbours, neighbour_cosine = _neighbour_table(main)
         return cls(manifest, main, _padded_views(vectors, starts, counts), neighbours, neighbour_cosine,
-                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions)
+                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions, platform_ok)
 
-    def eligible(self, exclude: Iterable[str]) -> np.ndarray:
-        """Skills this machine may offer whose name and folder are not in ``exclude``."""
-        mask = self.offered.copy()
+    def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:
+        """Skills this machine may offer whose name and folder are not in ``exclude``.
+
+        ``inactive_environments``, when given, replaces the ones the index was opened with.
+        """
+        if inactive_environments is None:
+            mask = self.offered.copy()
+        else:
+            mask = self.platform_ok & _environments_mask(self.manifest, inactive_environments)
         for name in exclude:
             mask[self.positions.get(name, [])] = False
         return mask
@@ -105,12 +113,12 @@ class Ranking:
         }
 
 
-def rank(state: IndexState, text: str, exclude: Iterable[str],
-         embed_query: Callable[[str], np.ndarray]) -> Ranking | None:
+def rank(state: IndexState, text: str, exclude: Iterable[str], embed_query: Callable[[str], np.ndarray],
+         inactive_environments: frozenset[str] | None = None) -> Ranking | None:
     """Score the eligible skills for ``text``; None when there are none (then nothing is embedded)."""
     if not state.manifest.skills:
         return None
-    mask = state.eligible(exclude)
+    mask = state.eligible(exclude, inactive_environments)
     eligible = int(mask.sum())
     if eligible == 0:
         return None
@@ -133,6 +141,10 @@ def rank(state: IndexState, text: str, exclude: Iterable[str],
     return Ranking(shortlist[order], scores[order], similarity[order], main_cosine[order],
                    view_cosine[order], lexical[order],
                    _separation(state.neighbours[top], state.neighbour_cosine[top], mask))
+
+
+def _environments_mask(manifest: Manifest, inactive_environments: frozenset[str]) -> np.ndarray:
+    return np.array([environments_allow(r.environments, inactive_environments) for r in manifest.skills], dtype=bool)
 
 
 def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray | None:

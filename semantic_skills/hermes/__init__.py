@@ -1,12 +1,14 @@
 """The Hermes Agent side of semantic-skills.
 
 ``register(ctx)`` is what Hermes calls when it loads the plugin (as a folder
-under ``~/.hermes/plugins`` or through the ``hermes_agent.plugins`` entry
-point). It is cheap: it wires the hooks, the ``search_skills`` tool, the
-``hermes semantic-skills`` command and the compact skills prompt, and starts
-the routing worker in the background. Nothing heavy is imported here, and
-importing this package imports none of its modules (the command line reads
-``semantic_skills.hermes.config``).
+under ``$HERMES_HOME/plugins`` or through the ``hermes_agent.plugins`` entry
+point; Hermes 0.21 calls it once per profile). It is cheap: it wires the
+hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
+the compact skills prompt and says in one line each what this Hermes lacks
+(see capabilities.py); the routing worker starts in the background. Every hook
+call then works on the runtime of the Hermes home it is made for. Nothing
+heavy is imported here, and importing this package imports none of its
+modules (the command line reads ``semantic_skills.hermes.config``).
 """
 
 from __future__ import annotations
@@ -14,40 +16,81 @@ from __future__ import annotations
 import functools
 import logging
 
+HOOKS = ("pre_gateway_dispatch", "pre_llm_call", "on_session_reset", "post_tool_call", "on_skill_lifecycle")
+
 
 def register(ctx) -> None:
-    from . import cli_command, hooks, prompt_stub, tool
-    from .runtime import get_runtime
+    from . import capabilities, cli_command, hooks, prompt_stub, tool
+    from .runtime import get_runtime, use_plugin_config
 
+    get_config = getattr(ctx, "get_config", None)
+    use_plugin_config(get_config if callable(get_config) else None)
     runtime = get_runtime()
-    for name in ("pre_gateway_dispatch", "pre_llm_call", "on_session_reset"):
-        ctx.register_hook(name, _guarded(runtime, name, getattr(hooks, name)))
+    valid_hooks = _valid_hooks()
+    for name in HOOKS:
+        if valid_hooks is None or name in valid_hooks:  # an unknown hook name only earns a warning from Hermes
+            ctx.register_hook(name, _guarded(name, getattr(hooks, name)))
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
-                      handler=functools.partial(tool.search_skills, runtime),
+                      handler=_with_runtime(tool.search_skills),
                       check_fn=tool.dependencies_installed, description=tool.SCHEMA["description"], emoji="🧭")
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    prompt_stub.install(_prompt_mode, runtime.log_once)
-    runtime.start()
+    prompt_stub.install(_prompt_mode, runtime.log_once, _observe_prompt_build)
+    for capability in capabilities.probe(load_gateway=False):
+        if not capability.available:
+            level = logging.INFO if capability.name in capabilities.ABSENT_FEATURES else logging.WARNING
+            runtime.log_once(level, f"Hermes {capabilities.hermes_version()}: {capability.name} unavailable: "
+                                    f"{capability.detail}")
 
 
-def _guarded(runtime, name: str, hook):
-    """``hook`` bound to ``runtime``, logging (once) instead of raising."""
+def _valid_hooks() -> frozenset[str] | None:
+    """The hook names this Hermes knows, or None when it does not say."""
+    try:
+        from hermes_cli.plugins import VALID_HOOKS
+
+        return frozenset(VALID_HOOKS)
+    except Exception:  # noqa: BLE001 - another Hermes: register them all
+        return None
+
+
+def _guarded(name: str, hook):
+    """``hook`` run with the runtime of the call's Hermes home, logging (once) instead of raising."""
+    from .runtime import get_runtime
 
     def callback(**kwargs):
+        runtime = None
         try:
+            runtime = get_runtime()
             return hook(runtime, **kwargs)
         except Exception as exc:  # noqa: BLE001 - a hook must never break a conversation
-            runtime.log_once(logging.WARNING, f"{name} failed ({type(exc).__name__}: {exc}); "
-                                              "the message goes on unchanged")
+            if runtime is not None:
+                runtime.log_once(logging.WARNING, f"{name} failed ({type(exc).__name__}: {exc}); "
+                                                  "the message goes on unchanged")
             return None
 
     callback.__name__ = f"semantic_skills_{name}"
     return callback
 
 
-def _prompt_mode() -> str:
-    from .runtime import current_runtime
+def _with_runtime(handler):
+    """A tool handler given the runtime of the call's Hermes home."""
+    from .runtime import get_runtime
 
-    runtime = current_runtime()
-    return runtime.settings().prompt_mode if runtime is not None else "compact"
+    @functools.wraps(handler)
+    def call(*args, **kwargs):
+        return handler(get_runtime(), *args, **kwargs)
+
+    return call
+
+
+def _prompt_mode() -> str:
+    from .runtime import get_runtime
+
+    return get_runtime().settings().prompt_mode
+
+
+def _observe_prompt_build(arguments: dict) -> None:
+    from .config import hermes_home
+    from .eligibility import observe_prompt_build
+
+    observe_prompt_build(arguments, hermes_home())
