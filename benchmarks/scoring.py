@@ -18,8 +18,9 @@ today) against visiting only the skills with a ``platforms:`` list and the
 excluded names (``mask_build_restricted_only_ms``; both give the same mask).
 One-offs at index load: ``neighbour_knn_ms``, every skill's 10 nearest skills
 by one FAISS self-search (a per-skill neighbour statistic), and
-``lexical_index_build_ms``, a bm25s index of the manifest fields, with its
-per-query ``lexical_scores_ms`` (when bm25s is installed).
+``lexical_index_build_ms``, the router's bm25s index of the manifest fields
+and body terms, with its per-query ``lexical_scores_ms`` (when bm25s is
+installed).
 
 Uses the indexes ``route_latency.py`` left in the work folder when present,
 random unit vectors otherwise. One JSON line per size.
@@ -63,26 +64,20 @@ def queries_text(args) -> list[str]:
 
 
 def lexical_costs(records, queries: list[str], rounds: int) -> dict:
-    """BM25 (bm25s) over each skill's name, folder, description, tags and category: index build and per-query scores."""
+    """The router's BM25 index (name, folder, description, tags, category, body terms): build and per-query scores."""
     try:
-        import bm25s
+        import bm25s  # noqa: F401
     except ImportError:
         return {}
-    import re
+    from semantic_skills.lexical import LexicalIndex
 
-    word = re.compile(r"[^\W_]{2,}")
-    texts = [" ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category]) for r in records]
     start = time.perf_counter()
-    retriever = bm25s.BM25()
-    retriever.index([word.findall(t.lower()) or [""] for t in texts], show_progress=False)
+    index = LexicalIndex.for_skills(records)
     build_ms = (time.perf_counter() - start) * 1000
-    vocabulary = retriever.vocab_dict
     score_ms = []
     for text in queries[:rounds]:
         start = time.perf_counter()
-        ids = [vocabulary[w] for w in word.findall(text.lower()) if w in vocabulary]
-        if ids:
-            retriever.get_scores(ids)
+        index.scores(text)
         score_ms.append((time.perf_counter() - start) * 1000)
     return {"lexical_index_build_ms": round(build_ms, 1), "lexical_scores_ms": common.stats(score_ms)}
 

@@ -101,7 +101,8 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
         and old.embedder.same_space(wanted)
     )
     root_paths = [str(r.path) for r in roots]
-    same_roots = old is not None and old.roots == root_paths
+    root_kinds = {str(r.path): r.kind for r in roots if r.kind}
+    same_roots = old is not None and old.roots == root_paths and old.root_kinds == root_kinds
     # Parsed skills are reused only under the same roots: a skill's category depends on its root.
     found = _discover(roots, old.skills if reusable and same_roots else (), report)
     diff = IndexDiff.of(found, old.skills if old is not None else ())
@@ -135,7 +136,8 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.embedder = identity.describe()
     for path, (start, count) in kept.items():
         vectors_by_path[path] = old_vectors[start : start + count]
-    manifest, vectors = _assemble(found, vectors_by_path, identity, root_paths, old.router if reusable else {})
+    kept_terms = {path: diff.records[path].terms for path in kept}  # a reused skill has no body to read
+    manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, roots, old.router if reusable else {})
     write_index(index_dir, manifest, vectors)
     report.wrote = True
 
@@ -161,14 +163,16 @@ def _discover(roots: list[SkillsRoot], reusable: Iterable[SkillRecord], report: 
     return found.skills
 
 
-def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], identity: EmbedderIdentity,
-              root_paths: list[str], router: dict) -> tuple[Manifest, np.ndarray]:
-    """The manifest and vector rows of an index holding ``skills`` in order."""
+def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_terms: dict[str, str],
+              identity: EmbedderIdentity, roots: list[SkillsRoot], router: dict) -> tuple[Manifest, np.ndarray]:
+    """The manifest and vector rows of an index holding ``skills`` in order; a skill in ``kept_terms``
+    keeps its recorded body terms, the others' are read from their bodies."""
     records: list[SkillRecord] = []
     row = 0
     for skill in skills:
         count = len(vectors_by_path[skill.path])
-        records.append(SkillRecord.from_skill(skill, row, count))
+        terms = kept_terms[skill.path] if skill.path in kept_terms else recipe.body_terms(skill)
+        records.append(SkillRecord.from_skill(skill, row, count, terms))
         row += count
     manifest = Manifest(
         embedder=identity,
@@ -177,8 +181,9 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], ident
         vectors_file="",
         rows=row,
         built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        roots=root_paths,
+        roots=[str(r.path) for r in roots],
         router=router,
+        root_kinds={str(r.path): r.kind for r in roots if r.kind},
     )
     return manifest, np.vstack([vectors_by_path[s.path] for s in skills])
 

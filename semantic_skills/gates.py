@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 FLOOR = 0.30
-DEFAULT_MIN_RELATIVE_GAP = 0.25
+DEFAULT_MIN_RELATIVE_GAP = 0.27
 COMPETITORS = 9
 NEIGHBOURS = 9
 MIN_SEPARATION = 0.05

@@ -1,13 +1,15 @@
-"""BM25 over each skill's name, folder, description, tags and category.
+"""BM25 over each skill's name, folder, description, tags, category and body terms.
 
 Embeddings blur product names and identifiers ("Giphy", "PyTorch Lightning",
-"JQL"); word overlap catches them. Scores are divided by the best score for
-the message, so the best lexical match gets 1.0 and no overlap gives 0.0.
+"JQL"); word overlap catches them. Scores are divided by the best score among
+the skills that may be chosen for the message, so the best lexical match gets
+1.0 and no overlap gives 0.0.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -18,10 +20,15 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 def tokenize(text: str) -> list[str]:
     """Lower-case words of two or more letters or digits, camelCase split, English stopwords dropped."""
+    stopwords = _stopwords()
+    return [w for w in _WORD.findall(_CAMEL.sub(" ", text).lower()) if w not in stopwords]
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
     from bm25s.stopwords import STOPWORDS_EN
 
-    words = _WORD.findall(_CAMEL.sub(" ", text))
-    return [w for w in (w.lower() for w in words) if w not in STOPWORDS_EN]
+    return frozenset(STOPWORDS_EN)
 
 
 class LexicalIndex:
@@ -39,17 +46,18 @@ class LexicalIndex:
 
     @classmethod
     def for_skills(cls, records: Iterable) -> "LexicalIndex":
-        """An index over the manifest fields of ``records`` (skill records or skills)."""
+        """An index over the manifest fields of skill ``records``, their body ``terms`` included."""
         return cls([
-            " ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " ")])
+            " ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " "), r.terms])
             for r in records
         ])
 
-    def scores(self, text: str) -> np.ndarray:
-        """BM25 of ``text`` against every skill, scaled so the best is 1.0 (all zeros without overlap)."""
+    def scores(self, text: str, eligible: np.ndarray | None = None) -> np.ndarray:
+        """BM25 of ``text`` against every skill, scaled so the best ``eligible`` one (default: any) is 1.0;
+        all zeros without overlap."""
         token_ids = [self._vocabulary[t] for t in tokenize(text) if t in self._vocabulary]
         if not token_ids:
             return np.zeros(self._count, dtype=np.float32)
         scores = np.asarray(self._retriever.get_scores(token_ids), dtype=np.float32)
-        best = float(scores.max())
+        best = float(scores.max(initial=0.0, where=eligible)) if eligible is not None else float(scores.max())
         return scores / best if best > 0 else np.zeros(self._count, dtype=np.float32)

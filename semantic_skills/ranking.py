@@ -5,6 +5,11 @@
 2. the best ``SHORTLIST`` skills are re-scored with their sentence views: a
    skill's similarity is the mean of its main cosine and its best sentence
    cosine, and its score is that similarity plus the lexical bonus.
+
+Skills a message may not get (``exclude``, or not offered on this machine) are
+treated as absent from the index: they neither rank, nor set the lexical
+scale, nor count among the top skill's neighbours. The decision is the one an
+index without them would give.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from .skills.eligibility import environments_allow, platforms_allow
 
 LEXICAL_WEIGHT = 0.05
 SHORTLIST = 64
+# Nearest other skills kept per skill: the first NEIGHBOURS eligible ones give its separation.
+NEIGHBOUR_TABLE = NEIGHBOURS + 16
 
 
 @dataclass(frozen=True)
@@ -28,21 +35,25 @@ class IndexState:
     """One loaded index and what is precomputed from it; replaced as a whole on reload.
 
     ``views[i]`` holds skill ``i``'s sentence vectors, padded to a common count
-    by repeating one (``None`` when no skill has any). ``separation[i]`` is 1
-    minus the mean cosine of skill ``i``'s main vector to its ``NEIGHBOURS``
-    nearest other skills. ``offered`` marks the skills this machine may offer
-    (``platforms:``, ``environments:``); ``positions`` maps each name and
-    folder to its skills, so a message's exclusions cost a lookup per name.
+    by repeating one (``None`` when no skill has any). ``neighbours[i]`` lists
+    the ``NEIGHBOUR_TABLE`` skills nearest to skill ``i`` (main vectors, fewer
+    in a small index), best first, and ``neighbour_cosine[i]`` their cosines.
+    ``offered`` marks the skills this machine may offer (``platforms:``, and
+    ``environments:`` against the inactive environments the index was opened
+    with; ``platform_ok`` is the first half alone); ``positions`` maps each
+    name and folder to its skills, so a message's exclusions cost a lookup per name.
     """
 
     manifest: Manifest
     main: np.ndarray
     views: np.ndarray | None
-    separation: np.ndarray
+    neighbours: np.ndarray
+    neighbour_cosine: np.ndarray
     lexical: LexicalIndex
     stamp: tuple | None
     offered: np.ndarray
     positions: dict[str, list[int]]
+    platform_ok: np.ndarray
 
     @classmethod
     def of(cls, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None,
@@ -50,18 +61,25 @@ class IndexState:
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
         counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
         main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
-        offered = np.array([platforms_allow(r.platforms) and environments_allow(r.environments, inactive_environments)
-                            for r in manifest.skills], dtype=bool)
+        platform_ok = np.array([platforms_allow(r.platforms) for r in manifest.skills], dtype=bool)
+        offered = platform_ok & _environments_mask(manifest, inactive_environments)
         positions: dict[str, list[int]] = {}
         for i, record in enumerate(manifest.skills):
             for key in {record.name, record.folder}:
                 positions.setdefault(key, []).append(i)
-        return cls(manifest, main, _padded_views(vectors, starts, counts), _separation(main),
-                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions)
+        neighbours, neighbour_cosine = _neighbour_table(main)
+        return cls(manifest, main, _padded_views(vectors, starts, counts), neighbours, neighbour_cosine,
+                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions, platform_ok)
 
-    def eligible(self, exclude: Iterable[str]) -> np.ndarray:
-        """Skills this machine may offer whose name and folder are not in ``exclude``."""
-        mask = self.offered.copy()
+    def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:
+        """Skills this machine may offer whose name and folder are not in ``exclude``.
+
+        ``inactive_environments``, when given, replaces the ones the index was opened with.
+        """
+        if inactive_environments is None:
+            mask = self.offered.copy()
+        else:
+            mask = self.platform_ok & _environments_mask(self.manifest, inactive_environments)
         for name in exclude:
             mask[self.positions.get(name, [])] = False
         return mask
@@ -77,12 +95,13 @@ class Ranking:
     main_cosine: np.ndarray
     view_cosine: np.ndarray
     lexical: np.ndarray
+    top_separation: float
 
-    def gate_features(self, state: IndexState) -> dict:
+    def gate_features(self) -> dict:
         """What the gate looks at for the top skill (all plain floats)."""
         competitors = self.scores[1 : 1 + COMPETITORS]
         competitor_mean = float(competitors.mean()) if len(competitors) else 0.0
-        separation = float(state.separation[self.skills[0]])
+        separation = self.top_separation
         return {
             "similarity": float(self.similarity[0]),
             "main_cosine": float(self.main_cosine[0]),
@@ -94,19 +113,19 @@ class Ranking:
         }
 
 
-def rank(state: IndexState, text: str, exclude: Iterable[str],
-         embed_query: Callable[[str], np.ndarray]) -> Ranking | None:
+def rank(state: IndexState, text: str, exclude: Iterable[str], embed_query: Callable[[str], np.ndarray],
+         inactive_environments: frozenset[str] | None = None) -> Ranking | None:
     """Score the eligible skills for ``text``; None when there are none (then nothing is embedded)."""
     if not state.manifest.skills:
         return None
-    mask = state.eligible(exclude)
+    mask = state.eligible(exclude, inactive_environments)
     eligible = int(mask.sum())
     if eligible == 0:
         return None
     query = embed_query(text)
     # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
     main_cosine = np.einsum("ij,j->i", state.main, query)
-    lexical = state.lexical.scores(text)
+    lexical = state.lexical.scores(text, mask)
     first_pass = np.where(mask, main_cosine + LEXICAL_WEIGHT * lexical, -np.inf)
     size = min(SHORTLIST, eligible)
     if size < len(first_pass):
@@ -118,8 +137,14 @@ def rank(state: IndexState, text: str, exclude: Iterable[str],
     similarity = (main_cosine + view_cosine) / 2
     scores = similarity + LEXICAL_WEIGHT * lexical
     order = np.lexsort((shortlist, -scores))
+    top = int(shortlist[order[0]])
     return Ranking(shortlist[order], scores[order], similarity[order], main_cosine[order],
-                   view_cosine[order], lexical[order])
+                   view_cosine[order], lexical[order],
+                   _separation(state.neighbours[top], state.neighbour_cosine[top], mask))
+
+
+def _environments_mask(manifest: Manifest, inactive_environments: frozenset[str]) -> np.ndarray:
+    return np.array([environments_allow(r.environments, inactive_environments) for r in manifest.skills], dtype=bool)
 
 
 def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
@@ -134,12 +159,12 @@ def _padded_views(vectors: np.ndarray, starts: np.ndarray, counts: np.ndarray) -
     return np.ascontiguousarray(vectors[starts[:, None] + offsets])
 
 
-def _separation(main: np.ndarray) -> np.ndarray:
-    """Per skill, 1 minus the mean cosine of its main vector to its ``NEIGHBOURS`` nearest other skills."""
+def _neighbour_table(main: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per skill, the ``NEIGHBOUR_TABLE`` nearest other skills (main vectors) and their cosines, best first."""
     count = len(main)
-    k = min(NEIGHBOURS, count - 1)
+    k = min(NEIGHBOUR_TABLE, count - 1)
     if k <= 0:
-        return np.ones(count, dtype=np.float32)
+        return np.zeros((count, 0), dtype=np.int64), np.zeros((count, 0), dtype=np.float32)
     import faiss
 
     index = faiss.IndexFlatIP(main.shape[1])
@@ -147,5 +172,11 @@ def _separation(main: np.ndarray) -> np.ndarray:
     similarities, labels = index.search(main, k + 1)
     is_self = labels == np.arange(count)[:, None]
     is_self[~is_self.any(axis=1), -1] = True  # a tie pushed the skill itself out: drop the last instead
-    neighbours = similarities[~is_self].reshape(count, k)
-    return (1.0 - neighbours.mean(axis=1)).astype(np.float32)
+    return labels[~is_self].reshape(count, k), similarities[~is_self].reshape(count, k)
+
+
+def _separation(neighbours: np.ndarray, cosines: np.ndarray, eligible: np.ndarray) -> float:
+    """1 minus the mean cosine of a skill to its ``NEIGHBOURS`` nearest eligible skills, given its row of
+    the neighbour table (1.0 when none is eligible)."""
+    kept = cosines[eligible[neighbours]][:NEIGHBOURS]
+    return float(1.0 - kept.mean()) if len(kept) else 1.0

@@ -205,13 +205,14 @@ class SkillRouter:
                 self._query_cache.popitem(last=False)
         return vector
 
-    def _rank(self, state: IndexState, text: str, exclude: Iterable[str]) -> Ranking | None:
+    def _rank(self, state: IndexState, text: str, exclude: Iterable[str],
+              inactive_environments: frozenset[str] | None) -> Ranking | None:
         def embed(query: str) -> np.ndarray:
             vector = self.embed_query(query)
             self._check_dimension(vector.shape[-1], state)
             return vector
 
-        return rank(state, text, exclude, embed)
+        return rank(state, text, exclude, embed, inactive_environments)
 
     def _candidates(self, state: IndexState, ranking: Ranking, k: int) -> list[Candidate]:
         records = state.manifest.skills
@@ -223,32 +224,37 @@ class SkillRouter:
 
     # ------------------------------------------------------------------ public API
 
-    def search(self, text: str, k: int = 5, exclude: Iterable[str] = ()) -> list[Candidate]:
-        """The ``k`` best eligible skills for ``text``, best first, leaving out names in ``exclude``."""
+    def search(self, text: str, k: int = 5, exclude: Iterable[str] = (),
+               inactive_environments: frozenset[str] | None = None) -> list[Candidate]:
+        """The ``k`` best eligible skills for ``text``, best first, leaving out names in ``exclude``.
+
+        ``inactive_environments``, when given, replaces the router's for this message.
+        """
         if not text or not text.strip():
             return []
         state = self._state
-        ranking = self._rank(state, text, exclude)
+        ranking = self._rank(state, text, exclude, inactive_environments)
         return self._candidates(state, ranking, k) if ranking is not None else []
 
-    def route(self, text: str, exclude: Iterable[str] = (), floor: float | None = None) -> Decision:
+    def route(self, text: str, exclude: Iterable[str] = (), floor: float | None = None,
+              inactive_environments: frozenset[str] | None = None) -> Decision:
         """Decide which skill to inject for ``text``: the top one if it passes the gate, else none.
 
-        ``floor``, when given, overrides the router's similarity floor for this message.
+        ``floor`` and ``inactive_environments``, when given, override the router's for this message.
         """
         state = self._state
         gate = self._gate(floor)
         floor, min_gap = gate.floor, gate.min_relative_gap
         if not text or not text.strip():
             return Decision(None, 0.0, "empty message", [], floor, min_relative_gap=min_gap)
-        ranking = self._rank(state, text, exclude)
+        ranking = self._rank(state, text, exclude, inactive_environments)
         if ranking is None:
             return Decision(None, 0.0, "no eligible skills", [], floor, min_relative_gap=min_gap)
         candidates = self._candidates(state, ranking, ROUTE_CANDIDATES)
         top = candidates[0]
         if is_small_talk(text):
             return Decision(None, top.score, "small talk", candidates, floor, min_relative_gap=min_gap)
-        features = ranking.gate_features(state)
+        features = ranking.gate_features()
         inject, reason = gate.verdict(features["similarity"], features["relative_gap"])
         return Decision(top if inject else None, top.score, reason, candidates, floor, features, min_gap)
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import re
 import socket
+import sys
 import textwrap
 import threading
 import time
@@ -16,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from semantic_skills.index.manifest import MANIFEST
+from semantic_skills.worker.launch import launch
+from semantic_skills.worker.protocol import Startup
 
 REPO = Path(__file__).resolve().parent.parent
 # ../shared by default; SEMANTIC_SKILLS_SHARED_DIR points elsewhere (e.g. from a git worktree).
@@ -144,3 +148,45 @@ class FakeEmbeddingServer:
     def __exit__(self, *exc):
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+READY_SECONDS = 240
+
+
+class Worker:
+    """``python -m semantic_skills.worker`` on real pipes: send requests, read answers and events."""
+
+    def __init__(self, startup: Startup):
+        self.process = launch(sys.executable, startup)
+        self.events: list[dict] = []
+        self._answers: queue.Queue[dict] = queue.Queue()
+        self._ids = iter(range(1, 1_000_000))
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for raw in self.process.stdout:
+            message = json.loads(raw)
+            (self.events.append if "event" in message else self._answers.put)(message)
+
+    def send_line(self, line: bytes) -> None:
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def ask(self, op: str, timeout: float = 60, **payload) -> dict:
+        request_id = next(self._ids)
+        self.send_line(json.dumps({"id": request_id, "op": op, **payload}).encode() + b"\n")
+        answer = self._answers.get(timeout=timeout)
+        assert answer["id"] == request_id
+        return answer
+
+    def wait_for_state(self, state: str, timeout: float = READY_SECONDS) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ask("ping")["state"] == state:
+                return next(e for e in reversed(self.events) if e.get("state") == state)
+            time.sleep(0.1)
+        raise AssertionError(f"the worker did not reach {state!r}: {self.ask('ping')}")
+
+    def close(self) -> int:
+        self.process.stdin.close()
+        return self.process.wait(timeout=30)

@@ -158,6 +158,21 @@ def test_editing_one_skill_re_embeds_exactly_that_skill(built, bundled_embedder)
     assert record.content_hash == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_body_terms_are_recorded_and_kept_for_skills_that_are_not_re_embedded(built, bundled_embedder):
+    skills_dir, index_dir = built
+    before = {r.name: r.terms for r in read_manifest(index_dir).skills}
+    assert all(before.values())
+    path = skills_dir / "git" / "commit-messages" / "SKILL.md"
+    path.write_text(path.read_text() + "\n## Tickets\n\nMention the zebrafish ticket number.\n")
+
+    build(skills_dir, index_dir, RecordingEmbedder(bundled_embedder))
+
+    after = {r.name: r.terms for r in read_manifest(index_dir).skills}
+    assert "zebrafish" in after["commit-messages"].split() and "tickets" in after["commit-messages"].split()
+    assert {n: t for n, t in after.items() if n != "commit-messages"} == {
+        n: t for n, t in before.items() if n != "commit-messages"}
+
+
 def test_removing_one_skill_removes_it_without_embedding(built, bundled_embedder):
     skills_dir, index_dir = built
     shutil.rmtree(skills_dir / "media" / "image-resize")
@@ -225,6 +240,21 @@ def test_another_embedder_identity_forces_a_full_rebuild(built, bundled_embedder
 
     assert report.counts()["updated"] == 10 and recorder.embedded == views_of(skills_dir)
     assert read_manifest(index_dir).embedder == recorder.identity
+
+
+def test_an_index_of_the_previous_recipe_routes_until_the_next_build_redoes_it_with_body_terms(built, bundled_embedder):
+    skills_dir, index_dir = built
+    data = json.loads((index_dir / MANIFEST).read_text())
+    data["document_text"] = "v2: main + up to 4 sentences"
+    for record in data["skills"]:
+        del record["terms"]
+    (index_dir / MANIFEST).write_text(json.dumps(data))
+    decision = SkillRouter.open(index_dir, embedder=bundled_embedder).route("convert this scanned PDF into markdown")
+    assert decision.candidates[0].name == "pdf-to-markdown"
+
+    report = build(skills_dir, index_dir, RecordingEmbedder(bundled_embedder))
+
+    assert report.counts()["updated"] == 10 and all(r.terms for r in read_manifest(index_dir).skills)
 
 
 def test_a_new_document_recipe_forces_a_full_rebuild(built, bundled_embedder, monkeypatch):

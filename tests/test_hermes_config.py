@@ -62,3 +62,12 @@ def test_missing_or_invalid_config_disables_nothing(_isolated_hermes_home):
     (_isolated_hermes_home / "config.yaml").write_text("skills: [not, a, mapping\n")
     assert disabled(_isolated_hermes_home, "telegram") == frozenset()
     assert [r.external for r in roots(_isolated_hermes_home)] == [False]
+
+
+def test_a_string_holding_a_list_is_that_list_as_the_newest_hermes_reads_it(_isolated_hermes_home):
+    """``hermes config set skills.disabled '["a","b"]'`` stores a string (upstream #86661)."""
+    (_isolated_hermes_home / "config.yaml").write_text(
+        "skills:\n  disabled: '[\"alpha\", \"beta\"]'\n  platform_disabled:\n    telegram: '[gamma'\n"
+    )
+    assert disabled(_isolated_hermes_home) == {"alpha", "beta"}
+    assert disabled(_isolated_hermes_home, "telegram") == {"alpha", "beta", "[gamma"}  # not a list: one name

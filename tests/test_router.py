@@ -16,7 +16,7 @@ from semantic_skills.errors import ConfigError, EmbedderMismatch
 from semantic_skills.gates import FLOOR
 from semantic_skills.index.manifest import MANIFEST, Manifest, SkillRecord
 from semantic_skills.index.store import write_index
-from semantic_skills.ranking import _padded_views, _separation
+from semantic_skills.ranking import _neighbour_table, _padded_views, _separation
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 
@@ -57,21 +57,33 @@ def write_synthetic_index(folder: Path, skills: dict[str, list[np.ndarray]], rou
 # --------------------------------------------------------------------------- ranking
 
 
+def separations(main: np.ndarray, eligible: np.ndarray | None = None) -> list[float]:
+    neighbours, cosines = _neighbour_table(main)
+    eligible = np.ones(len(main), dtype=bool) if eligible is None else eligible
+    return [_separation(neighbours[i], cosines[i], eligible) for i in range(len(main))]
+
+
 def test_separation_is_small_for_a_skill_with_look_alikes():
-    main = np.array([unit(1, 0), unit(1, 0.05), unit(0, 1), unit(0, 0, 1)])
-    separation = _separation(main)
+    separation = separations(np.array([unit(1, 0), unit(1, 0.05), unit(0, 1), unit(0, 0, 1)]))
     assert separation[0] < separation[2] and separation[1] < separation[3]
 
 
 def test_separation_drops_the_skill_itself_even_among_exact_duplicates():
-    main = np.array([unit(1, 0)] * 3 + [unit(0, 1)])
-    separation = _separation(main)
+    separation = separations(np.array([unit(1, 0)] * 3 + [unit(0, 1)]))
     # each duplicate's 3 nearest others: 2 duplicates (cosine 1) and the orthogonal skill (cosine 0)
     assert separation[:3] == pytest.approx([1 - 2 / 3] * 3, abs=1e-5)
 
 
+def test_separation_counts_only_eligible_neighbours_as_if_the_others_were_absent():
+    main = np.array([unit(1, 0), unit(1, 0.05), unit(0, 1), unit(0, 0, 1)])
+    without_look_alike = np.array([True, False, True, True])
+    assert separations(main, without_look_alike)[0] == pytest.approx(1.0, abs=1e-5)  # only orthogonal ones left
+    assert separations(main)[0] < 0.7
+    assert separations(main, np.array([True, False, False, False]))[0] == 1.0
+
+
 def test_a_single_skill_has_separation_one():
-    assert _separation(np.array([unit(1)])).tolist() == [1.0]
+    assert separations(np.array([unit(1)])) == [1.0]
 
 
 def test_padded_views_repeat_the_last_view_and_give_view_less_skills_their_main_vector():
@@ -163,6 +175,25 @@ def test_a_skills_best_sentence_view_counts_for_half_its_similarity(table_router
     query = unit(*([0.0] * 13 + [1.0, 1.0]))
     expected = (float(axis(12) @ query) + float(unit(*([0.0] * 12 + [1.0, 1.0])) @ query)) / 2
     assert viewed.name == "viewed" and viewed.similarity == pytest.approx(expected, abs=1e-5)
+
+
+def test_an_excluded_skill_decides_as_if_it_were_not_in_the_index(tmp_path):
+    twin = unit(1, 0.3)
+    skills = {"gold": [unit(1, 0)], "twin": [twin], **{f"s{i}": [axis(i + 2)] for i in range(10)}}
+    query = unit(1, 0.05)
+    write_synthetic_index(tmp_path / "with", skills)
+    write_synthetic_index(tmp_path / "without", {n: v for n, v in skills.items() if n != "gold"})
+
+    def open_router(name: str) -> SkillRouter:
+        return SkillRouter.open(tmp_path / name, embedder=TableEmbedder({"route me": query}))
+
+    excluded = open_router("with").route("route me", exclude=["gold"])
+    absent = open_router("without").route("route me")
+    assert excluded.candidates[0].name == absent.candidates[0].name == "twin"
+    assert excluded.features["separation"] == pytest.approx(absent.features["separation"], abs=1e-5)
+    assert excluded.features["relative_gap"] == pytest.approx(absent.features["relative_gap"], abs=1e-5)
+    kept = open_router("with").route("route me")
+    assert kept.candidates[0].name == "gold" and kept.features["separation"] < excluded.features["separation"]
 
 
 def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):

@@ -118,3 +118,52 @@ def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch
     SentenceTransformerEmbedder().load()
 
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+@pytest.fixture(scope="module")
+def prompted_model_folder(tmp_path_factory) -> Path:
+    """The bundled MiniLM's files plus a config_sentence_transformers.json with query and document prompts."""
+    import json
+
+    from semantic_skills.embedders.sentence_transformers import bundled_model_folder
+
+    folder = tmp_path_factory.mktemp("prompted-model")
+    for entry in bundled_model_folder().iterdir():
+        if entry.name != "config_sentence_transformers.json":
+            (folder / entry.name).symlink_to(entry)
+    prompts = {"query": "search query: ", "document": "skill text: "}
+    (folder / "config_sentence_transformers.json").write_text(
+        json.dumps({"prompts": prompts, "default_prompt_name": None}))
+    return folder
+
+
+def test_a_local_model_folder_gets_its_own_query_and_document_prompts(prompted_model_folder, bundled_embedder):
+    import numpy as np
+
+    from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder(str(prompted_model_folder))
+    text = QUERIES[1]
+    assert np.allclose(embedder.embed_query(text), bundled_embedder.embed_query("search query: " + text), atol=1e-5)
+    document = embedder.embed_documents([text])[0]
+    assert np.allclose(document, bundled_embedder.embed_documents(["skill text: " + text])[0], atol=1e-5)
+    configured = SentenceTransformerEmbedder(str(prompted_model_folder), query_prefix="q: ", document_prefix="d: ")
+    assert np.allclose(configured.embed_query(text), bundled_embedder.embed_query("q: " + text), atol=1e-5)
+    assert np.allclose(configured.embed_documents([text])[0], bundled_embedder.embed_documents(["d: " + text])[0],
+                       atol=1e-5)
+
+
+def test_an_index_built_with_a_prompted_model_folder_routes_with_its_prompts(prompted_model_folder, tmp_path):
+    from semantic_skills.builder import build_index
+    from semantic_skills.router import SkillRouter
+    from semantic_skills.settings import EmbedderSettings
+    from semantic_skills.skills.discovery import SkillsRoot
+
+    from support import EXAMPLES
+
+    settings = EmbedderSettings(backend="sentence-transformers", model=str(prompted_model_folder))
+    build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path / "index", settings)
+    router = SkillRouter.open(tmp_path / "index")  # the embedder recorded in the index, prompts from its folder
+    decision = router.route("convert this scanned PDF into markdown")
+    assert router.embedder.identity.model == str(prompted_model_folder)
+    assert decision.skill is not None and decision.skill.name == "pdf-to-markdown"

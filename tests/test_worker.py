@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import queue
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,53 +16,12 @@ from semantic_skills.limits import MAX_BODY_CHARS
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.client import RouterClient
-from semantic_skills.worker.launch import launch
 from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
 
-from support import EXAMPLES, REPO, write_skill
+from support import EXAMPLES, READY_SECONDS, REPO, Worker, write_skill
 
-READY_SECONDS = 240
 PDF = "convert this scanned PDF into clean markdown"
 PDF_SKILL = EXAMPLES / "skills" / "documents" / "pdf-to-markdown" / "SKILL.md"
-
-
-class Worker:
-    """``python -m semantic_skills.worker`` on real pipes: send requests, read answers and events."""
-
-    def __init__(self, startup: Startup):
-        self.process = launch(sys.executable, startup)
-        self.events: list[dict] = []
-        self._answers: queue.Queue[dict] = queue.Queue()
-        self._ids = iter(range(1, 1_000_000))
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for raw in self.process.stdout:
-            message = json.loads(raw)
-            (self.events.append if "event" in message else self._answers.put)(message)
-
-    def send_line(self, line: bytes) -> None:
-        self.process.stdin.write(line)
-        self.process.stdin.flush()
-
-    def ask(self, op: str, timeout: float = 60, **payload) -> dict:
-        request_id = next(self._ids)
-        self.send_line(json.dumps({"id": request_id, "op": op, **payload}).encode() + b"\n")
-        answer = self._answers.get(timeout=timeout)
-        assert answer["id"] == request_id
-        return answer
-
-    def wait_for_state(self, state: str, timeout: float = READY_SECONDS) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.ask("ping")["state"] == state:
-                return next(e for e in reversed(self.events) if e.get("state") == state)
-            time.sleep(0.1)
-        raise AssertionError(f"the worker did not reach {state!r}: {self.ask('ping')}")
-
-    def close(self) -> int:
-        self.process.stdin.close()
-        return self.process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,8 @@ def _fail(message: str, code: int = 1):
 
 index_dir_option = click.option(
     "--index-dir", type=click.Path(file_okay=False, path_type=Path),
-    help="Index folder (default: $SEMANTIC_SKILLS_INDEX_DIR, the index_dir setting, or the plugin's skills_index/).",
+    help="Index folder (default: $SEMANTIC_SKILLS_INDEX_DIR, the index_dir setting, or the Hermes home's own, "
+         "see README, Configuration).",
 )
 embedder_option = click.option(
     "--embedder", "backend", type=click.Choice(EMBEDDER_BACKENDS),

@@ -32,9 +32,12 @@ def index_dir(chosen: Path | None) -> Path:
 
 
 def skills_roots() -> list[SkillsRoot]:
-    """The Hermes skills folder and every ``skills.external_dirs`` folder."""
+    """The skills folders Hermes scans (asked of Hermes when it is installed here), else the Hermes skills
+    folder and every ``skills.external_dirs`` folder of config.yaml."""
+    from ..hermes.eligibility import hermes_skills_roots
+
     hermes_config = _hermes_config()
-    return hermes_config.skills_roots(_config(), hermes_config.hermes_home())
+    return hermes_skills_roots() or hermes_config.skills_roots(_config(), hermes_config.hermes_home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:

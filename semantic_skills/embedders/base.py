@@ -85,13 +85,14 @@ class Embedder:
         raise NotImplementedError
 
     def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
-        """``texts`` (with the document prefix) as unit rows, in the order given.
+        """``texts`` (with the document prefix, see :meth:`document_prefix`) as unit rows, in the order given.
 
         Batches hold texts of similar length, so little of each is padding;
         ``progress`` is told how many texts each batch embedded.
         """
         self.load()
-        prefixed = [self.identity.document_prefix + t for t in texts]
+        prefix = self.document_prefix()
+        prefixed = [prefix + t for t in texts]
         by_length = sorted(range(len(prefixed)), key=lambda i: len(prefixed[i]), reverse=True)
         vectors = None
         for start in range(0, len(by_length), self.batch_size):
@@ -103,6 +104,10 @@ class Embedder:
             if progress:
                 progress(len(rows))
         return vectors if vectors is not None else np.zeros((0, self.identity.dimension), np.float32)
+
+    def document_prefix(self) -> str:
+        """What goes before each document: the configured prefix (a backend may know better)."""
+        return self.identity.document_prefix
 
     def _learn_dimension(self, dimension: int) -> None:
         self.identity = replace(self.identity, dimension=int(dimension))

@@ -47,7 +47,13 @@ def quiet_offline_environment() -> None:
 
 
 class SentenceTransformerEmbedder(Embedder):
-    """A local sentence-transformers model; by default the bundled all-MiniLM-L6-v2."""
+    """A local sentence-transformers model; by default the bundled all-MiniLM-L6-v2.
+
+    Queries and documents get the configured prefixes; without them, the
+    model's own ``query`` and ``document`` (or ``passage``) prompts from its
+    ``config_sentence_transformers.json``, as retrieval models such as
+    EmbeddingGemma expect.
+    """
 
     def __init__(self, model: str = "", query_prefix: str = "", document_prefix: str = "",
                  batch_size: int = LOCAL_BATCH_SIZE):
@@ -95,6 +101,7 @@ class SentenceTransformerEmbedder(Embedder):
         self.load()
         vectors = self._model.encode(
             texts,
+            prompt="",  # the document prompt is already on each text; "" keeps a default prompt off
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
@@ -102,18 +109,34 @@ class SentenceTransformerEmbedder(Embedder):
         )
         return normalize_rows(vectors)
 
+    def document_prefix(self) -> str:
+        self.load()
+        return _prompts(self._model, self.identity)[1]
+
     def embed_query(self, text: str) -> np.ndarray:
         """The model's modules run on one text directly: ``encode()``'s vector without its per-call overhead."""
         import torch
 
         self.load()
         model = self._model
-        text = self.identity.query_prefix + text
-        prompt = model.prompts.get(model.default_prompt_name) if model.default_prompt_name else None
+        text = _prompts(model, self.identity)[0] + text
         if hasattr(model, "preprocess"):
-            features = model.preprocess([text], prompt=prompt)
+            features = model.preprocess([text], prompt="")
         else:  # sentence-transformers < 6
-            features = model.tokenize([(prompt or "") + text])
+            features = model.tokenize([text])
         with torch.inference_mode():
             vector = model(features)["sentence_embedding"]
         return normalize_rows(vector.numpy())[0]
+
+
+def _prompts(model, identity: EmbedderIdentity) -> tuple[str, str]:
+    """(query prompt, document prompt): the configured prefixes, else the model's own prompts.
+
+    A model's ``query`` prompt (else its default prompt) goes before queries,
+    its ``document`` (else ``passage``) prompt before skill texts.
+    """
+    prompts = dict(getattr(model, "prompts", None) or {})
+    default = prompts.get(getattr(model, "default_prompt_name", None) or "", "")
+    query = identity.query_prefix or prompts.get("query") or default
+    document = identity.document_prefix or prompts.get("document") or prompts.get("passage") or default
+    return query, document

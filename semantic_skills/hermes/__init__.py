@@ -2,11 +2,13 @@
 
 ``register(ctx)`` is what Hermes calls when it loads the plugin (as a folder
 under ``$HERMES_HOME/plugins`` or through the ``hermes_agent.plugins`` entry
-point). It is cheap: it wires the ``hermes semantic-skills`` command, the
-hooks, the ``search_skills`` tool and the compact skills prompt, and starts
-the routing worker in the background. Nothing heavy is imported here, and
-importing this package imports none of its modules (the command line reads
-``semantic_skills.hermes.config``).
+point; Hermes 0.21 calls it once per profile). It is cheap: it wires the
+hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
+the compact skills prompt and says in one line each what this Hermes lacks
+(see capabilities.py); the routing worker starts in the background. Every hook
+call then works on the runtime of the Hermes home it is made for. Nothing
+heavy is imported here, and importing this package imports none of its
+modules (the command line reads ``semantic_skills.hermes.config``).
 
 When the plugin's dependencies are not installed in Hermes' Python, only the
 command is wired and ``register`` raises :class:`NotRouting`: Hermes keeps
@@ -18,6 +20,10 @@ from __future__ import annotations
 
 import functools
 import logging
+from pathlib import Path
+
+ROUTING_HOOKS = ("pre_gateway_dispatch", "pre_llm_call")
+HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "on_skill_lifecycle")
 
 
 class NotRouting(RuntimeError):
@@ -31,17 +37,25 @@ def register(ctx) -> None:
                              handler_fn=cli_command.run, description=cli_command.HELP)
     _check_dependencies(cli_command.HERMES_COMMAND)
 
-    from . import hooks, prompt_stub, tool
-    from .runtime import get_runtime
+    from . import capabilities, hooks, prompt_stub, tool
+    from .runtime import get_runtime, use_plugin_config
 
+    get_config = getattr(ctx, "get_config", None)
+    use_plugin_config(get_config if callable(get_config) else None)
     runtime = get_runtime()
-    for name in ("pre_gateway_dispatch", "pre_llm_call", "on_session_reset"):
-        ctx.register_hook(name, _guarded(runtime, name, getattr(hooks, name)))
+    known_hooks = valid_hooks()
+    for name in HOOKS:
+        if known_hooks is None or name in known_hooks:  # an unknown hook name only earns a warning from Hermes
+            ctx.register_hook(name, _guarded(name, getattr(hooks, name)))
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
-                      handler=functools.partial(tool.search_skills, runtime),
+                      handler=_with_runtime(tool.search_skills),
                       description=tool.SCHEMA["description"], emoji="🧭")
-    prompt_stub.install(_prompt_mode, _seal, runtime.log_once)
-    runtime.start()
+    prompt_stub.install(_prompt_mode, _seal, runtime.log_once, _observe_prompt_build)
+    for capability in capabilities.probe(load_gateway=False):
+        if not capability.available:
+            level = logging.INFO if capability.name in capabilities.ABSENT_FEATURES else logging.WARNING
+            runtime.log_once(level, f"Hermes {capabilities.hermes_version()}: {capability.name} unavailable: "
+                                    f"{capability.detail}")
 
 
 def _check_dependencies(command: str) -> None:
@@ -54,30 +68,67 @@ def _check_dependencies(command: str) -> None:
                          f"fix: {install_command()} (then check with: {command} doctor)")
 
 
-def _guarded(runtime, name: str, hook):
-    """``hook`` bound to ``runtime``, logging (once) instead of raising."""
+def valid_hooks() -> frozenset[str] | None:
+    """The hook names this Hermes knows, or None when it does not say."""
+    try:
+        from hermes_cli.plugins import VALID_HOOKS
+
+        return frozenset(VALID_HOOKS)
+    except Exception:  # noqa: BLE001 - another Hermes: register them all
+        return None
+
+
+def _guarded(name: str, hook):
+    """``hook`` run with the runtime of the call's Hermes home, logging (once) instead of raising."""
+    from .runtime import get_runtime
 
     def callback(**kwargs):
+        runtime = None
         try:
+            runtime = get_runtime()
             return hook(runtime, **kwargs)
         except Exception as exc:  # noqa: BLE001 - a hook must never break a conversation
-            runtime.log_once(logging.WARNING, f"{name} failed ({type(exc).__name__}: {exc}); "
-                                              "the message goes on unchanged")
+            if runtime is not None:
+                runtime.log_once(logging.WARNING, f"{name} failed ({type(exc).__name__}: {exc}); "
+                                                  "the message goes on unchanged")
             return None
 
     callback.__name__ = f"semantic_skills_{name}"
     return callback
 
 
+def _with_runtime(handler):
+    """A tool handler given the runtime of the call's Hermes home."""
+    from .runtime import get_runtime
+
+    @functools.wraps(handler)
+    def call(*args, **kwargs):
+        return handler(get_runtime(), *args, **kwargs)
+
+    return call
+
+
 def _prompt_mode() -> str:
-    from .runtime import current_runtime
+    from .runtime import get_runtime
 
-    runtime = current_runtime()
-    return runtime.settings().prompt_mode if runtime is not None else "compact"
+    return get_runtime().settings().prompt_mode
 
 
-def _seal() -> str:
+def _prompt_home(arguments: dict) -> Path:
+    """The Hermes home a skills prompt is built for: the profile Hermes 0.21 names, else this call's home."""
     from .config import hermes_home
+
+    override = arguments.get("skills_dir_override")
+    return Path(override).parent if override else hermes_home()
+
+
+def _seal(arguments: dict) -> str:
     from .seal import home_seal
 
-    return home_seal(hermes_home())
+    return home_seal(_prompt_home(arguments))
+
+
+def _observe_prompt_build(arguments: dict) -> None:
+    from .eligibility import observe_prompt_build
+
+    observe_prompt_build(arguments, _prompt_home(arguments))

@@ -1,72 +1,219 @@
-"""What the running Hermes offers this plugin, found by probing (never by comparing versions).
+"""What the running Hermes offers this plugin, found by probing its modules, never by its version number.
 
-A minimal set of probes: whether Hermes imports, its plugin hooks, the
-skills-listing function the compact prompt replaces, and its limit on hook
-context.
+:func:`detect` answers without a plugin context and never raises; each
+:class:`Capability` says in one line what was found, or what is missing and
+what the plugin does instead. ``register()`` logs the ones it cannot use, and
+``semantic-skills doctor`` shows them all. The probes name the functions the
+plugin calls, so a Hermes that renames one shows up here first.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
 from dataclasses import dataclass
+from typing import Callable
 
-HOOKS = ("pre_gateway_dispatch", "pre_llm_call", "on_session_reset")
+SKILLS_PROMPT = "skills_prompt"
+GATEWAY_AUTHORIZATION = "gateway_authorization"
+PENDING_INPUT = "pending_input"
+SECRET_CAPTURE = "secret_capture"
+UPDATE_PROMPT = "update_prompt"
+SKILL_LIFECYCLE = "skill_lifecycle"
+TOOL_CALL_HOOK = "post_tool_call"
+PLUGIN_CONFIG = "plugin_config"
+PROFILE_HOME = "profile_home"
+HOOK_OUTPUT_CAP = "hook_output_cap"
+SKILL_CONDITIONS = "skill_conditions"
+DISABLED_SKILLS = "disabled_skills"
+ENVIRONMENTS = "environments"
+PROJECT_SKILLS = "project_skills"
+
+# Missing in an older Hermes because that Hermes does not have the feature either: nothing is lost.
+ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG})
 
 
 @dataclass(frozen=True)
 class Capability:
+    """One thing the plugin needs from Hermes: found or not, and in one line what follows."""
+
     name: str
     available: bool
     detail: str
 
 
 def hermes_version() -> str:
-    """The version Hermes reports, or ``""`` when Hermes does not import in this Python."""
+    """The running Hermes' version string, for display only (never compared)."""
     try:
-        return str(getattr(importlib.import_module("hermes_cli"), "__version__", "") or "unknown")
-    except Exception:  # noqa: BLE001
-        return ""
+        from importlib.metadata import version
+
+        return version("hermes-agent")
+    except Exception:  # noqa: BLE001 - a git checkout may not be installed as a distribution
+        return str(getattr(sys.modules.get("hermes_cli") or _module("hermes_cli"), "__version__", "") or "unknown")
 
 
 def detect() -> list[Capability]:
-    """Each capability this plugin uses, with whether this Python's Hermes has it; never raises."""
-    return [_probe(name, probe) for name, probe in (
-        ("hermes", _hermes),
-        *((f"hook {hook}", _hook(hook)) for hook in HOOKS),
-        ("skills prompt", _skills_prompt),
-        ("context limit", _hook_context_limit),
-    )]
+    """Every capability, probed in this process; imports Hermes modules as needed, never raises."""
+    return probe(load_gateway=True)
 
 
-def _probe(name: str, probe) -> Capability:
+def probe(load_gateway: bool) -> list[Capability]:
+    """:func:`detect`; the gateway's module is imported only with ``load_gateway`` (it costs ~0.2 s)."""
+    probes: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
+        (SKILLS_PROMPT, _skills_prompt),
+        (PENDING_INPUT, _pending_input),
+        (SECRET_CAPTURE, _secret_capture),
+        (SKILL_LIFECYCLE, lambda: _hook("on_skill_lifecycle", "re-indexes when Hermes reports a skill "
+                                        "created, edited, installed or archived",
+                                        "re-indexes after skill_manage calls only; skills installed "
+                                        "from the hub need: semantic-skills build")),
+        (TOOL_CALL_HOOK, lambda: _hook("post_tool_call", "re-indexes after each skill_manage call",
+                                       "no automatic re-index: run semantic-skills build after changing skills")),
+        (PLUGIN_CONFIG, _present("hermes_cli.plugins", ("PluginContext.get_config",),
+                                 "settings are read with ctx.get_config (plugins.entries.semantic-skills.settings)",
+                                 "no ctx.get_config: settings are read from config.yaml "
+                                 "(plugins.entries.semantic-skills.settings)")),
+        (PROFILE_HOME, _present("hermes_constants", ("get_hermes_home",),
+                                "hermes_constants.get_hermes_home() gives each call's profile home",
+                                "no hermes_constants.get_hermes_home: the home is $HERMES_HOME, else ~/.hermes")),
+        (HOOK_OUTPUT_CAP, _hook_output_cap),
+        (SKILL_CONDITIONS, _skill_conditions),
+        (DISABLED_SKILLS, _present("agent.skill_utils", ("get_disabled_skill_names",),
+                                   "skills.disabled and skills.platform_disabled are read by Hermes' "
+                                   "get_disabled_skill_names",
+                                   "no get_disabled_skill_names: skills.disabled is read from config.yaml by the "
+                                   "plugin")),
+        (ENVIRONMENTS, _present("agent.skill_utils", ("skill_matches_environment",),
+                                "environments: (kanban, docker, s6) are asked of Hermes for each message",
+                                "no skill_matches_environment: skills are offered whatever their environments:")),
+        (PROJECT_SKILLS, _present("agent.skill_utils", ("get_project_skills_dirs", "is_quarantined_project_skill"),
+                                  "trusted project skills (.hermes/skills, .agents/skills) are indexed; quarantined "
+                                  "ones are never offered",
+                                  "this Hermes has no trusted project skills: none are indexed")),
+    ]
+    if load_gateway or "gateway.run" in sys.modules:
+        probes[1:1] = [(GATEWAY_AUTHORIZATION, _gateway_authorization), (UPDATE_PROMPT, _update_prompt)]
+    return [_run(name, check) for name, check in probes]
+
+
+def _run(name: str, check: Callable[[], tuple[bool, str]]) -> Capability:
     try:
-        available, detail = probe()
-    except Exception as exc:  # noqa: BLE001 - a probe says what it could not find, never raises
-        available, detail = False, f"{type(exc).__name__}: {exc}"
+        available, detail = check()
+    except Exception as exc:  # noqa: BLE001 - a probe must answer, not raise
+        available, detail = False, f"probe failed ({type(exc).__name__}: {exc})"
     return Capability(name, available, detail)
 
 
-def _hermes() -> tuple[bool, str]:
-    version = hermes_version()
-    return bool(version), f"Hermes {version}" if version else "hermes_cli does not import in this Python"
+def _module(name: str):
+    """The module if it imports, else None."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - absent, or broken in this Hermes
+        return None
 
 
-def _hook(hook: str):
-    def probe() -> tuple[bool, str]:
-        valid = importlib.import_module("hermes_cli.plugins").VALID_HOOKS
-        return hook in valid, "offered to plugins" if hook in valid else "not offered by this Hermes"
+def _function(module: str, name: str):
+    """``module.name`` (``name`` may be dotted: ``Class.method``) if the module imports, else None."""
+    found = _module(module)
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
 
-    return probe
+
+def _present(module: str, names: tuple[str, ...], found: str, missing: str) -> Callable[[], tuple[bool, str]]:
+    """A probe that finds every one of ``names`` in ``module``; ``found`` / ``missing`` say what follows."""
+
+    def check() -> tuple[bool, str]:
+        present = all(callable(_function(module, name)) for name in names)
+        return (True, found) if present else (False, missing)
+
+    return check
+
+
+def parameters(function) -> tuple[str, ...]:
+    """The names of ``function``'s parameters, or () when it has no readable signature."""
+    try:
+        return tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+# --------------------------------------------------------------------------- probes
 
 
 def _skills_prompt() -> tuple[bool, str]:
-    builder = getattr(importlib.import_module("agent.prompt_builder"), "build_skills_system_prompt", None)
-    return callable(builder), ("agent.prompt_builder.build_skills_system_prompt" if callable(builder)
-                               else "no build_skills_system_prompt: Hermes' skills listing stays")
+    build = _function("agent.prompt_builder", "build_skills_system_prompt")
+    if not callable(build):
+        return False, ("agent.prompt_builder.build_skills_system_prompt not found: Hermes' own skills listing "
+                       "stays in the system prompt")
+    shown = ", ".join(parameters(build)) or "..."
+    return True, f"agent.prompt_builder.build_skills_system_prompt({shown}) found: replaced by the compact stub"
 
 
-def _hook_context_limit() -> tuple[bool, str]:
-    config = importlib.import_module("tools.hook_output_spill").get_spill_config()
-    if not config.get("enabled"):
-        return True, "hooks.output_spill is off: no limit"
-    return True, f"hooks.output_spill.max_chars = {config['max_chars']}"
+def _gateway_runner():
+    return _function("gateway.run", "GatewayRunner")
+
+
+def _gateway_authorization() -> tuple[bool, str]:
+    runner = _gateway_runner()
+    for name in ("_is_user_authorized_for_source", "_is_user_authorized"):
+        if callable(getattr(runner, name, None)):
+            return True, f"GatewayRunner.{name}(source) gives the gateway's verdict before a message is routed"
+    return False, ("the gateway has no _is_user_authorized_for_source or _is_user_authorized: gateway messages "
+                   "pass through unrouted (the agent-side hook still adds their skill)")
+
+
+def _update_prompt() -> tuple[bool, str]:
+    runner = _gateway_runner()
+    if callable(getattr(runner, "_peek_session_state", None)):
+        return True, "an /update answer is seen in the session state (persistent.update_prompt_pending)"
+    if runner is not None:
+        return True, "an /update answer is seen in gateway._update_prompt_pending"
+    return False, "the gateway is not importable: /update answers cannot be recognised"
+
+
+def _pending_input() -> tuple[bool, str]:
+    found = [f"{module}.{name}" for module, name in (("tools.clarify_gateway", "get_pending_for_session"),
+                                                      ("tools.slash_confirm", "get_pending"),
+                                                      ("tools.approval", "has_blocking_approval"))
+             if callable(_function(module, name))]
+    if not found:
+        return False, "no clarify, confirm or approval state found: replies to such prompts may be routed"
+    return True, "replies to pending prompts pass through untouched (" + ", ".join(found) + ")"
+
+
+def _secret_capture() -> tuple[bool, str]:
+    if _module("tools.secret_capture_gateway") is None:
+        return False, "this Hermes never captures a secret from chat: nothing to guard"
+    for name in ("get_pending_for_session", "has_pending"):
+        if callable(_function("tools.secret_capture_gateway", name)):
+            return True, f"a message awaited as a secret is never routed, embedded or logged ({name})"
+    return False, ("tools.secret_capture_gateway has no get_pending_for_session or has_pending: every gateway "
+                   "message passes through unrouted while that module is loaded")
+
+
+def _hook(name: str, effect: str, instead: str) -> tuple[bool, str]:
+    valid = getattr(_module("hermes_cli.plugins"), "VALID_HOOKS", ())
+    if name in valid:
+        return True, f"hook {name}: {effect}"
+    return False, f"no {name} hook: {instead}"
+
+
+def _hook_output_cap() -> tuple[bool, str]:
+    get_spill_config = _function("tools.hook_output_spill", "get_spill_config")
+    if not callable(get_spill_config):
+        return False, "no hook output cap found: pre_llm_call context is capped by max_skill_chars only"
+    spill = get_spill_config()
+    if not spill.get("enabled"):
+        return True, "hook output spilling is off: pre_llm_call context is capped by max_skill_chars only"
+    return True, f"hook output over {int(spill['max_chars']):,} characters is spilled to a file: skills are cut to fit"
+
+
+def _skill_conditions() -> tuple[bool, str]:
+    should_show = _function("agent.prompt_builder", "_skill_should_show")
+    if not callable(should_show):
+        return False, ("no agent.prompt_builder._skill_should_show: requires_tools / fallback_for_* conditions "
+                       "are not applied, conditioned skills stay offered")
+    platforms = " and session_platforms" if "session_platform" in parameters(should_show) else ""
+    return True, f"metadata.hermes requires_* / fallback_for_*{platforms} applied with Hermes' own rule"

@@ -1,24 +1,29 @@
-"""What Hermes' configuration says to this plugin, read as plain YAML (no Hermes import).
+"""What Hermes' configuration says to this plugin, read as plain YAML.
 
 Pure functions of a config mapping (``config.yaml`` as parsed) give the skills
 roots, the disabled skills and this plugin's settings under
-``plugins.entries.semantic-skills.settings``; :func:`load_config` reads that
-mapping from the Hermes home. Importing this module costs no more than the
-core's settings: the command line uses it for its Hermes defaults.
+``plugins.entries.semantic-skills.settings`` (or, where Hermes offers
+``ctx.get_config``, read through it key by key); :func:`load_config` reads
+that mapping from the Hermes home. Nothing here imports Hermes except
+:func:`hermes_home`, which asks Hermes for the current profile's home when it
+can. Importing this module costs no more than the core's settings: the
+command line uses it for its Hermes defaults.
 """
 
 from __future__ import annotations
 
+import ast
 import os
+import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from ..errors import ConfigError
 from ..files import file_stamp
 from ..limits import DEFAULT_MAX_SKILL_CHARS
-from ..settings import Settings
+from ..settings import Settings, setting_name
 from ..skills.discovery import SkillsRoot
 
 PLUGIN_NAME = "semantic-skills"
@@ -53,18 +58,40 @@ class PluginSettings(Settings):
         super().check()
 
 
+SETTING_KEYS = tuple(setting_name(f.name) for f in fields(PluginSettings))
+_ABSENT = object()
+
+
 def hermes_home() -> Path:
-    """``$HERMES_HOME``, or ``~/.hermes``."""
-    raw = os.environ.get("HERMES_HOME", "").strip()
-    return Path(raw).expanduser() if raw else Path.home() / ".hermes"
+    """The Hermes home of the current call: Hermes' own answer (a profile's home, possibly for this
+    context only), else ``$HERMES_HOME``, else ``~/.hermes``."""
+    constants = sys.modules.get("hermes_constants")
+    if constants is None:
+        try:
+            import hermes_constants as constants
+        except Exception:  # noqa: BLE001 - Hermes is not installed in this Python
+            constants = None
+    try:
+        return Path(constants.get_hermes_home())
+    except Exception:  # noqa: BLE001 - no such function in this Hermes
+        raw = os.environ.get("HERMES_HOME", "").strip()
+        return Path(raw).expanduser() if raw else Path.home() / ".hermes"
 
 
 # --------------------------------------------------------------------------- pure functions of the config
 
 
-def plugin_settings(config: dict) -> PluginSettings:
-    """This plugin's settings in ``config``; raises :class:`ConfigError` for a bad value."""
-    return PluginSettings.from_mapping(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
+def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None) -> PluginSettings:
+    """This plugin's settings; raises :class:`ConfigError` for a bad value.
+
+    With ``get_config`` (Hermes' ``ctx.get_config(key, default)``) each
+    setting is read through it, as Hermes resolves them; otherwise from
+    ``config`` under ``plugins.entries.semantic-skills.settings``.
+    """
+    if get_config is None:
+        return PluginSettings.from_mapping(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
+    read = {key: get_config(key, _ABSENT) for key in SETTING_KEYS}
+    return PluginSettings.from_mapping({key: value for key, value in read.items() if value is not _ABSENT})
 
 
 def skills_roots(config: dict, home: Path) -> list[SkillsRoot]:
@@ -91,7 +118,11 @@ def skills_roots(config: dict, home: Path) -> list[SkillsRoot]:
 
 
 def disabled_skill_names(config: dict, platform: str | None = None) -> frozenset[str]:
-    """``skills.disabled`` plus ``skills.platform_disabled.<platform>``."""
+    """``skills.disabled`` plus ``skills.platform_disabled.<platform>``, read as the newest Hermes reads them.
+
+    A string is one name, unless it holds a list (``'["a", "b"]'``, as
+    ``hermes config set`` writes one).
+    """
     skills = _section(config, "skills")
     names = _string_set(skills.get("disabled"))
     if platform:
@@ -103,23 +134,25 @@ def disabled_skill_names(config: dict, platform: str | None = None) -> frozenset
 
 def index_dir(settings: Settings, home: Path) -> Path:
     """Index folder: ``$SEMANTIC_SKILLS_INDEX_DIR``, else the ``index_dir`` setting (relative to the
-    Hermes home), else the plugin's own ``skills_index/``."""
+    Hermes home), else :func:`default_index_dir`."""
     env = os.environ.get(INDEX_DIR_ENV, "").strip()
     if env:
         return Path(env).expanduser()
     if settings.index_dir:
         path = Path(os.path.expandvars(settings.index_dir)).expanduser()
         return path if path.is_absolute() else home / path
-    root = plugin_root()
-    if root is not None:
-        return root / "skills_index"
-    return home / "plugins" / PLUGIN_NAME / "skills_index"
+    return default_index_dir(home)
 
 
-def plugin_root() -> Path | None:
-    """The source checkout holding this package and ``plugin.yaml``, if any."""
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "plugin.yaml").is_file() else None
+def default_index_dir(home: Path) -> Path:
+    """Each Hermes home (each profile) has its own index, wherever the plugin's code is installed.
+
+    ``HOME/plugins/semantic-skills/skills_index`` when the plugin folder is
+    installed in that home (as ``hermes plugins install`` puts it), else
+    ``HOME/semantic-skills/skills_index``, beside the plugin's other state.
+    """
+    plugin_folder = home / "plugins" / PLUGIN_NAME
+    return plugin_folder / "skills_index" if plugin_folder.is_dir() else home / PLUGIN_NAME / "skills_index"
 
 
 def _section(config: dict, *keys: str) -> dict:
@@ -130,13 +163,23 @@ def _section(config: dict, *keys: str) -> dict:
 
 
 def _string_set(values: Any) -> frozenset[str]:
-    if values is None:
-        return frozenset()
     if isinstance(values, str):
-        values = [values]
+        values = _listed(values)
     if not isinstance(values, (list, tuple, set)):
         return frozenset()
     return frozenset(str(v).strip() for v in values if str(v).strip())
+
+
+def _listed(value: str) -> list:
+    """A config string as a list: the list it spells (``'["a", "b"]'``), else itself as the only item."""
+    if value.strip().startswith("["):
+        try:
+            parsed = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            parsed = None
+        if isinstance(parsed, list):
+            return parsed
+    return [value]
 
 
 # --------------------------------------------------------------------------- reading config.yaml

@@ -10,6 +10,7 @@ Hermes home (profile included) that Hermes really uses.
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import json
 import os
@@ -162,22 +163,40 @@ def dependencies_check(setup: Setup) -> Check:
 
 
 def hermes_check(setup: Setup) -> Check:
-    found = capabilities.detect()
-    facts = {"version": capabilities.hermes_version(),
-             "capabilities": [asdict(capability) for capability in found]}
-    if not facts["version"]:
+    """Hermes imports here, has the hooks routing needs, and what else it offers (see capabilities.py).
+
+    A missing routing hook fails; a missing capability that costs a feature
+    warns; one that this Hermes never had costs nothing and is fine.
+    """
+    if not _hermes_imports():
         status = FAIL if setup.under_hermes else WARN
         return Check("hermes", status, "Hermes does not import in this Python",
-                     f"run the check with Hermes' Python: {HERMES_COMMAND} doctor", facts)
-    missing = [c for c in found if not c.available]
-    have = ", ".join(c.name if c.name.startswith("hook ") else f"{c.name} ({c.detail})"
-                     for c in found if c.available and c.name != "hermes")
-    if not missing:
-        return Check("hermes", OK, f"Hermes {facts['version']}: {have}", facts=facts)
-    status = FAIL if any(c.name.startswith("hook pre_") for c in missing) else WARN
-    lacking = "; ".join(f"{c.name} ({c.detail})" for c in missing)
-    return Check("hermes", status, f"Hermes {facts['version']} lacks: {lacking}",
-                 "update Hermes (hermes update), or use the Hermes version named in the README", facts)
+                     f"run the check with Hermes' Python: {HERMES_COMMAND} doctor", {"version": ""})
+    from . import ROUTING_HOOKS, valid_hooks
+
+    version, found, hooks = capabilities.hermes_version(), capabilities.detect(), valid_hooks()
+    missing_hooks = [hook for hook in ROUTING_HOOKS if hooks is not None and hook not in hooks]
+    absent = [c.name for c in found if not c.available and c.name in capabilities.ABSENT_FEATURES]
+    lacking = [c for c in found if not c.available and c.name not in capabilities.ABSENT_FEATURES]
+    facts = {"version": version, "capabilities": [asdict(c) for c in found], "missing_hooks": missing_hooks}
+    fix = "update Hermes (hermes update), or use a Hermes version the README names"
+    if missing_hooks:
+        return Check("hermes", FAIL, f"Hermes {version} has no {', '.join(missing_hooks)} hook: skills are not "
+                                     "injected there", fix, facts)
+    never_had = f"; not in this Hermes, so nothing is lost: {', '.join(absent)}" if absent else ""
+    if lacking:
+        return Check("hermes", WARN, f"Hermes {version} lacks: " + "; ".join(f"{c.name} ({c.detail})"
+                                                                           for c in lacking) + never_had, fix, facts)
+    have = ", ".join(c.name for c in found if c.available)
+    return Check("hermes", OK, f"Hermes {version}: {have}{never_had}", facts=facts)
+
+
+def _hermes_imports() -> bool:
+    try:
+        importlib.import_module("hermes_cli.plugins")
+    except Exception:  # noqa: BLE001 - absent, or broken in this Python
+        return False
+    return True
 
 
 def plugin_check(setup: Setup) -> Check:

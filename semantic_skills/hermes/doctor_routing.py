@@ -10,10 +10,12 @@ import time
 from pathlib import Path
 
 from ..errors import IndexMissing, SemanticSkillsError
+from ..logs import OnceLogger
 from ..settings import EmbedderSettings
-from .config import disabled_skill_names, skills_roots
+from ..skills.discovery import SkillsRoot
+from .config import skills_roots
 from .doctor import FAIL, OK, WARN, Check, Setup
-from .runtime import inactive_environments
+from .eligibility import Eligibility, hermes_skills_roots
 
 PROBE = "doctor: does the routing worker answer a message?"
 ANSWER_SECONDS = 30.0
@@ -41,7 +43,7 @@ def index_check(setup: Setup) -> Check:
     stale = {"changed": sorted(r.name for r, _ in diff.changed()), "new": sorted(s.name for s in diff.added()),
              "deleted": sorted(r.name for r in diff.removed())}
     facts["stale"] = stale
-    wanted = [str(root.path) for root in skills_roots(setup.config, setup.home)]
+    wanted = [str(root.path) for root in scanned_roots(setup)]
     if {_resolved(r) for r in manifest.roots} != {_resolved(r) for r in wanted}:
         return Check("index", WARN, f"built from {', '.join(manifest.roots)}, not from Hermes' skills folders "
                                     f"{', '.join(wanted)}", setup.run("build"), facts)
@@ -56,12 +58,17 @@ def _resolved(path: str) -> Path:
     return Path(path).expanduser().resolve()
 
 
+def scanned_roots(setup: Setup) -> list[SkillsRoot]:
+    """The folders a build from here indexes: those Hermes scans, else those config.yaml names."""
+    return hermes_skills_roots() or skills_roots(setup.config, setup.home)
+
+
 def worker_check(setup: Setup, timeout: float) -> Check:
     """A real routing worker, started as Hermes starts it, comes up and answers a route."""
     from ..worker.client import RouterClient
 
     client = RouterClient(setup.index_dir, setup.settings.embedder, restart_delays=(0.5,),
-                          inactive_environments=inactive_environments, cli_command=setup.command)
+                          cli_command=setup.command)
     started = time.monotonic()
     try:
         client.start()
@@ -87,9 +94,10 @@ def skills_check(setup: Setup) -> Check:
     from ..skills.discovery import discover_skills
     from ..skills.eligibility import environments_allow, platforms_allow
 
-    roots = skills_roots(setup.config, setup.home)
+    roots = scanned_roots(setup)
     skills = discover_skills(roots).skills
-    disabled, inactive = disabled_skill_names(setup.config), inactive_environments()
+    eligibility = Eligibility(setup.home, lambda: setup.config, OnceLogger())  # Hermes' own rules, as routing
+    disabled, inactive = eligibility.disabled(""), eligibility.inactive_environments()
     rules = {"skills.disabled": lambda s: s.name in disabled or s.folder in disabled,
              "platforms:": lambda s: not platforms_allow(s.platforms),
              "environments:": lambda s: not environments_allow(s.environments, inactive)}
@@ -103,10 +111,11 @@ def skills_check(setup: Setup) -> Check:
             offered.append(skill)
     per_platform = {}
     for platform in _configured_platforms(setup.config):
-        names = disabled_skill_names(setup.config, platform) - disabled
+        names = eligibility.disabled(platform) - disabled
         per_platform[platform] = sum(1 for s in offered if s.name in names or s.folder in names)
-    facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden,
-             "hidden_on_platform": per_platform, "roots": [str(r.path) for r in roots]}
+    conditional = sum(1 for s in offered if s.conditions)
+    facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
+             "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
         return Check("skills", WARN, f"no SKILL.md under {', '.join(facts['roots'])}",
                      f"add skills to {setup.home / 'skills'} (or skills.external_dirs), then {setup.run('build')}",
@@ -115,6 +124,9 @@ def skills_check(setup: Setup) -> Check:
         f"{count} by {rule}" for rule, count in hidden.items())
     if per_platform:
         detail += "; by skills.platform_disabled: " + ", ".join(f"{n} more on {p}" for p, n in per_platform.items())
+    if conditional:
+        detail += (f"; {conditional} offered only in sessions whose tools meet their metadata.hermes requires_* / "
+                   "fallback_for_* / session_platforms")
     return Check("skills", OK, detail, facts=facts)
 
 

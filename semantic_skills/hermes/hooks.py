@@ -11,22 +11,28 @@ adds the skill as context (Hermes appends it to the user message).
 
 ``pre_llm_call`` also serves the paths that never pass the gateway hook (CLI,
 TUI, cron, API server): it routes the user message itself.
+
+``post_tool_call`` (a ``skill_manage`` call, every Hermes) and
+``on_skill_lifecycle`` (Hermes 0.21+: a skill created, edited, installed or
+archived) ask the routing worker to bring the index up to date, so a skill the
+agent just wrote can be injected from the next message on.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 
 from ..gates import is_small_talk
 from ..injection import carries_block, inject, is_injected, skill_block
 from ..limits import MAX_MESSAGE_CHARS
 from ..worker.pending import result_within
 from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply
-from .config import disabled_skill_names
 from .dedupe import agent_session, gateway_session
+from .gateway_state import authorized, awaiting_answer
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
+
+SKILL_MANAGE = "skill_manage"
 
 
 def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_store=None, **_) -> dict | None:
@@ -34,11 +40,11 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     if event is None or getattr(event, "internal", False):
         return None
     source = getattr(event, "source", None)
-    if source is None or not _authorized(gateway, source):
+    if source is None or not authorized(gateway, source):
         return None  # the gateway will refuse the sender: spend nothing on it
-    session_key = gateway._session_key_for_source(source)
-    if _awaiting_answer(gateway, session_key):
-        return None  # the text answers a pending question; it must reach Hermes unchanged
+    session_key = _session_key(gateway, source)
+    if session_key is None or awaiting_answer(gateway, session_key):
+        return None  # an answer to a pending prompt, or a secret: it reaches Hermes untouched, unseen
     text = event.text if isinstance(getattr(event, "text", None), str) else ""
     platform = getattr(getattr(source, "platform", None), "value", None) or ""
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
@@ -52,6 +58,7 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
 def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict | None:
     """Decide ``turn`` within the gateway's budget: the rewrite, or None (and the turn says why)."""
     settings = rt.settings()  # a changed index folder or embedder restarts the worker here
+    rt.send_reindex()
     if not rt.client.ready:
         rt.client.start()
         if rt.client.status.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
@@ -59,7 +66,8 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
                                       "through and get their skill just before the model call")
             turn.outcome = DEFERRED
         return None
-    decision = rt.client.route_async(text, disabled_skill_names(rt.config(), turn.platform), settings.floor)
+    offer = rt.offer(turn.platform)
+    decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
     reply = result_within(decision, rt.route_timeout())
     if reply.status == TIMEOUT:
         rt.log_once(logging.INFO, f"a routing answer took longer than {rt.route_timeout() * 1000:.0f} ms; "
@@ -95,6 +103,18 @@ def on_session_reset(rt: PluginRuntime, session_id=None, old_session_id=None, ne
     rt.injected.forget_session_ids({str(s) for s in (session_id, old_session_id, new_session_id) if s})
 
 
+def post_tool_call(rt: PluginRuntime, tool_name=None, **_) -> None:
+    """After ``skill_manage`` (create, edit, patch, delete, write_file, remove_file): re-index."""
+    if tool_name == SKILL_MANAGE:
+        rt.reindex()
+
+
+def on_skill_lifecycle(rt: PluginRuntime, action=None, **_) -> None:
+    """A skill was created, patched, edited, installed, archived or restored: re-index (a use is not a change)."""
+    if action != "loaded":
+        rt.reindex()
+
+
 def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_id, user_message: str):
     for turn in turns:
         if turn.skill:  # file it under the session the agent really runs (new or auto-reset sessions)
@@ -126,8 +146,10 @@ def _late_context(rt: PluginRuntime, turn: GatewayTurn, session: str) -> dict | 
 def _route(rt: PluginRuntime, text: str, platform: str) -> Reply:
     """Route ``text`` from the agent's thread, waiting for a cold worker as long as the settings allow."""
     settings = rt.settings()
-    return rt.client.route(text, disabled_skill_names(rt.config(), platform), AGENT_ANSWER_TIMEOUT_SECONDS,
-                           floor=settings.floor, wait_ready=settings.warmup_wait_seconds)
+    rt.send_reindex()
+    offer = rt.offer(platform)
+    return rt.client.route(text, offer.exclude, AGENT_ANSWER_TIMEOUT_SECONDS, floor=settings.floor,
+                           wait_ready=settings.warmup_wait_seconds, inactive_environments=offer.inactive_environments)
 
 
 def _context(rt: PluginRuntime, answer: dict | None, session: str) -> dict | None:
@@ -163,28 +185,16 @@ def _wants_routing(text: str, seal: str) -> bool:
             and not is_small_talk(text))
 
 
-def _authorized(gateway, source) -> bool:
-    """The gateway's own verdict (cheap: env allowlists and the pairing file)."""
-    check = getattr(gateway, "_is_user_authorized", None)
-    return bool(check(source)) if callable(check) else False
+def _session_key(gateway, source) -> str | None:
+    """The gateway's session key for ``source``; None when the gateway cannot say."""
+    try:
+        key = gateway._session_key_for_source(source)
+    except Exception:  # noqa: BLE001 - no key, no pending-state check: do not route
+        return None
+    return key if isinstance(key, str) else None
 
 
 def _peek_session_id(session_store, session_key: str) -> str | None:
     peek = getattr(session_store, "peek_session_id", None)
     value = peek(session_key) if callable(peek) else None
     return value if isinstance(value, str) and value else None
-
-
-def _awaiting_answer(gateway, session_key: str) -> bool:
-    """True while the session waits for the user's answer to a clarify, /update or confirm prompt.
-
-    Hermes intercepts such answers before the agent; a rewrite would corrupt them.
-    The modules are only consulted if Hermes has loaded them (nothing is pending otherwise).
-    """
-    if (getattr(gateway, "_update_prompt_pending", None) or {}).get(session_key):
-        return True
-    clarify = sys.modules.get("tools.clarify_gateway")
-    if clarify is not None and clarify.get_pending_for_session(session_key, include_choice_prompts=True):
-        return True
-    confirm = sys.modules.get("tools.slash_confirm")
-    return bool(confirm is not None and confirm.get_pending(session_key))

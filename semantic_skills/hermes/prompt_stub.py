@@ -1,24 +1,27 @@
 """Replace Hermes' skills listing in the system prompt with a short constant.
 
-Hermes 0.19 builds the listing with ``agent.prompt_builder.build_skills_system_prompt``
-and looks it up through the ``run_agent`` module at every prompt build, so
-both names are patched. The stub depends on nothing but this home's seal
-(see seal.py) and whether the ``search_skills`` tool is offered, so the system
-prompt stays byte-identical whatever skills are installed, across turns,
-sessions, restarts and index rebuilds.
+Hermes builds the listing with ``agent.prompt_builder.build_skills_system_prompt``
+and offers no supported way to replace it, so that function is wrapped. Each
+Hermes generation reaches it differently: 0.19 through a real ``run_agent``
+attribute (imported from prompt_builder), newer ones through the module itself
+or a ``run_agent`` compatibility ``__getattr__``; the wrapper is set on
+prompt_builder and on every loaded caller module that holds the original. It
+takes whatever arguments Hermes passes (0.21 added ``skills_dir_override``),
+hands them unchanged to the original in ``full`` mode, and otherwise returns a
+stub that depends only on the seal of the home the prompt is built for (see
+seal.py) and on whether ``search_skills`` is offered, so the system prompt
+stays byte-identical across turns, sessions, restarts and index rebuilds.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
 import sys
 from typing import Callable
 
 from ..logs import OnceLogger
-
-SUPPORTED_HERMES = "0.19."
-EXPECTED_PARAMETERS = ("available_tools", "available_toolsets", "compact_categories")
 
 PRE_LOADED = (
     "## Skills\n"
@@ -36,6 +39,8 @@ COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH = PRE_LOADED + (
 )
 
 _PATCH_MARK = "_semantic_skills_original"
+FUNCTION = "build_skills_system_prompt"
+CALLER_MODULES = ("run_agent", "agent.system_prompt")  # modules that may hold their own reference
 
 
 def compact_skills_prompt(available_tools, seal: str) -> str:
@@ -45,50 +50,79 @@ def compact_skills_prompt(available_tools, seal: str) -> str:
     return COMPACT_SKILLS_PROMPT.format(seal=seal)
 
 
-def install(prompt_mode: Callable[[], str], seal: Callable[[], str], log_once: OnceLogger) -> bool:
-    """Patch Hermes so the skills listing follows ``prompt_mode()`` (``compact`` or ``full``).
+def install(prompt_mode: Callable[[], str], seal: Callable[[dict], str], log_once: OnceLogger,
+            observe: Callable[[dict], None] | None = None) -> bool:
+    """Wrap Hermes' skills listing so it follows ``prompt_mode()`` (``compact`` or ``full``).
 
-    ``seal()`` gives the seal of the Hermes home the prompt is built for.
-    Returns False, leaving Hermes untouched, when the Hermes version or the
-    function's signature is not the one this patch was written for.
+    ``seal`` and ``observe`` receive the arguments of each call, bound to their
+    names (the tools and toolsets the agent offers, and on Hermes 0.21 the
+    profile's skills folder): ``seal`` gives the seal of the Hermes home the
+    prompt is built for, ``observe`` remembers what it needs. Returns False,
+    leaving Hermes untouched, when there is no such function to wrap.
     """
-    hermes_cli = sys.modules.get("hermes_cli")
-    version = str(getattr(hermes_cli, "__version__", ""))
-    if not version.startswith(SUPPORTED_HERMES):
-        log_once(logging.WARNING, f"Hermes {version or '(unknown version)'} is not {SUPPORTED_HERMES}x: "
-                                  "left the skills listing in the system prompt as it is")
-        return False
     try:
-        import agent.prompt_builder as prompt_builder
+        prompt_builder = importlib.import_module("agent.prompt_builder")
     except Exception as exc:  # noqa: BLE001 - never break plugin loading
-        log_once(logging.WARNING, f"cannot import agent.prompt_builder ({exc}): left the system prompt as it is")
+        log_once(logging.WARNING, f"skills prompt: cannot import agent.prompt_builder ({exc}); Hermes' own "
+                                  "skills listing stays in the system prompt")
         return False
-    original = prompt_builder.build_skills_system_prompt
+    original = getattr(prompt_builder, FUNCTION, None)
+    if not callable(original):
+        log_once(logging.WARNING, f"skills prompt: agent.prompt_builder has no {FUNCTION}; Hermes' own skills "
+                                  "listing stays in the system prompt")
+        return False
     if hasattr(original, _PATCH_MARK):
         return True
-    try:
-        parameters = tuple(inspect.signature(original).parameters)
-    except (TypeError, ValueError):
-        parameters = ()
-    if parameters != EXPECTED_PARAMETERS:
-        log_once(logging.WARNING, f"build_skills_system_prompt{parameters} is not the expected "
-                                  f"{EXPECTED_PARAMETERS}: left the system prompt as it is")
-        return False
+    wrapper = _wrap(original, prompt_mode, seal, observe)
+    callers = [module for module in map(sys.modules.get, CALLER_MODULES)
+               if module is not None and FUNCTION in vars(module)]
+    setattr(prompt_builder, FUNCTION, wrapper)
+    for module in callers:
+        if vars(module)[FUNCTION] is original:
+            setattr(module, FUNCTION, wrapper)
+        else:
+            log_once(logging.WARNING, f"skills prompt: {module.__name__}.{FUNCTION} was replaced by another "
+                                      "plugin; left that one in place")
+    return True
 
-    def build_skills_system_prompt(available_tools=None, available_toolsets=None, compact_categories=None):
-        if prompt_mode() == "full":
-            return original(available_tools=available_tools, available_toolsets=available_toolsets,
-                            compact_categories=compact_categories)
-        return compact_skills_prompt(available_tools, seal())
+
+def _wrap(original: Callable, prompt_mode: Callable[[], str], seal: Callable[[dict], str],
+          observe: Callable[[dict], None] | None) -> Callable:
+    try:
+        signature = inspect.signature(original)
+    except (TypeError, ValueError):
+        signature = None
+
+    def build_skills_system_prompt(*args, **kwargs):
+        arguments = _bound(signature, args, kwargs)
+        if observe is not None and arguments is not None:
+            try:
+                observe(arguments)
+            except Exception:  # noqa: BLE001 - observing must never break the prompt
+                pass
+        if arguments is None or _mode(prompt_mode) == "full":
+            return original(*args, **kwargs)
+        return compact_skills_prompt(arguments.get("available_tools"), seal(arguments))
 
     build_skills_system_prompt.__doc__ = original.__doc__
     setattr(build_skills_system_prompt, _PATCH_MARK, original)
-    prompt_builder.build_skills_system_prompt = build_skills_system_prompt
-    run_agent = sys.modules.get("run_agent")
-    if run_agent is not None:
-        if getattr(run_agent, "build_skills_system_prompt", None) is original:
-            run_agent.build_skills_system_prompt = build_skills_system_prompt
-        else:
-            log_once(logging.WARNING, "run_agent.build_skills_system_prompt was replaced by another plugin: "
-                                      "left that one in place")
-    return True
+    return build_skills_system_prompt
+
+
+def _bound(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> dict | None:
+    """The call's arguments by name, defaults applied; None when they do not fit the original's signature."""
+    if signature is None:
+        return None
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _mode(prompt_mode: Callable[[], str]) -> str:
+    try:
+        return prompt_mode()
+    except Exception:  # noqa: BLE001 - unreadable settings: leave Hermes' listing
+        return "full"

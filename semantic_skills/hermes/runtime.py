@@ -1,33 +1,38 @@
-"""The plugin's long-lived state inside a Hermes process: one per Hermes home.
+"""The plugin's long-lived state inside a Hermes process: one per Hermes home (per profile).
 
-Everything here is cheap to create and imports nothing heavy: routing runs in
-the worker process that :class:`~semantic_skills.worker.client.RouterClient`
-starts. Settings are read again whenever ``config.yaml`` changes: the ones a
-message uses apply to the next message, and a changed index folder or
-embedder restarts the worker with them.
+Every hook call finds the runtime of the home Hermes is serving in that call
+(:func:`get_runtime`), so a gateway serving several profiles keeps each
+profile's index, settings, worker and dedupe record apart. Everything here is
+cheap to create and imports nothing heavy: routing runs in the worker process
+that :class:`~semantic_skills.worker.client.RouterClient` starts. Settings
+are read again whenever ``config.yaml`` changes: the ones a message uses
+apply to the next message, and a changed index folder or embedder restarts
+the worker with them.
 """
 
 from __future__ import annotations
 
 import atexit
-import functools
 import logging
 import threading
 from pathlib import Path
+from typing import Any, Callable
 
 from ..errors import ConfigError
-from ..logs import OnceLogger, logger
+from ..logs import OnceLogger
 from ..worker.client import RouterClient
 from .cli_command import HERMES_COMMAND
 from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings
 from .dedupe import InjectedSkills
+from .eligibility import Eligibility, Offer
 from .seal import home_seal
 from .turns import TurnLedger
 
 LOCAL_ROUTE_TIMEOUT_MS = 24  # with ~0.5 ms of hook work, keeps the hook within its 25 ms p99 target
 REMOTE_ROUTE_TIMEOUT_MS = 200
 AGENT_ANSWER_TIMEOUT_SECONDS = 5.0
-HERMES_ENVIRONMENTS = ("kanban", "docker", "s6")  # the environments Hermes 0.19 detects
+
+_plugin_config: Callable[[str, Any], Any] | None = None  # Hermes' ctx.get_config, where it has one
 
 
 class PluginRuntime:
@@ -40,11 +45,13 @@ class PluginRuntime:
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
         self._block_limit = hook_context_limit()
-        self.client = RouterClient(index_dir(settings, home), settings.embedder,
-                                   inactive_environments=inactive_environments, cli_command=HERMES_COMMAND)
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND)
         self.injected = InjectedSkills(home / "semantic-skills" / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
+        self.eligibility = Eligibility(home, self.config, self.log_once)
+        self._reindex_wanted = False
+        self.closed = False
 
     @property
     def index_dir(self) -> Path:
@@ -70,7 +77,7 @@ class PluginRuntime:
 
     def _parse(self, config: dict) -> PluginSettings:
         try:
-            return plugin_settings(config)
+            return plugin_settings(config, _plugin_config)
         except ConfigError as exc:
             self.log_once(logging.WARNING, f"invalid settings under plugins.entries.semantic-skills.settings in "
                                            f"{self.home / 'config.yaml'}: {exc}; using the defaults")
@@ -88,10 +95,26 @@ class PluginRuntime:
         self.settings()  # re-reads the limit too when config.yaml changed
         return self._block_limit
 
+    def offer(self, platform: str) -> Offer:
+        """What a message on ``platform`` may be routed to (see eligibility.py)."""
+        return self.eligibility.offer(platform, self.client.status.gated)
+
+    def reindex(self) -> None:
+        """A skill changed on disk: have the worker bring the index up to date (now, or once it is ready)."""
+        self._reindex_wanted = True
+        self.send_reindex()
+
+    def send_reindex(self) -> None:
+        """Send a re-index asked for while the worker was not ready (cheap when there is none)."""
+        if self._reindex_wanted and self.client.ready:
+            self._reindex_wanted = False
+            self.client.rebuild()
+
     def start(self) -> None:
         self.client.start()
 
     def close(self) -> None:
+        self.closed = True
         self.client.close()
         self.injected.close()
 
@@ -112,47 +135,37 @@ def hook_context_limit() -> int | None:
         return None
 
 
-@functools.cache
-def inactive_environments() -> frozenset[str]:
-    """The environments Hermes finds inactive in this process, asked once; none if Hermes cannot say.
-
-    Hermes hides a skill whose ``environments:`` are all inactive. Called on
-    the client's supervisor thread, so ``register()`` does not wait for the
-    detection (which imports Hermes' kanban tools).
-    """
-    try:
-        from agent.skill_utils import skill_matches_environment
-
-        return frozenset(env for env in HERMES_ENVIRONMENTS if not skill_matches_environment({"environments": [env]}))
-    except Exception as exc:  # noqa: BLE001 - another Hermes version: hide nothing
-        logger.warning("semantic-skills: cannot ask Hermes which environments are active (%s: %s); "
-                       "skills are offered whatever their environments:", type(exc).__name__, exc)
-        return frozenset()
+_runtimes: dict[Path, PluginRuntime] = {}
+_runtimes_lock = threading.Lock()
 
 
-_current: PluginRuntime | None = None
-_current_lock = threading.Lock()
+def use_plugin_config(get_config: Callable[[str, Any], Any] | None) -> None:
+    """Read settings through Hermes' ``ctx.get_config`` from now on (it follows the current profile's config)."""
+    global _plugin_config
+    _plugin_config = get_config
 
 
-def get_runtime() -> PluginRuntime:
-    """The runtime for the current ``$HERMES_HOME``, created on first use."""
-    global _current
-    home = hermes_home()
-    with _current_lock:
-        if _current is None or _current.home != home:
-            if _current is not None:
-                _current.close()
-            else:
-                atexit.register(_close_current)
-            _current = PluginRuntime(home)
-        return _current
+def get_runtime(home: Path | None = None) -> PluginRuntime:
+    """The runtime for ``home`` (default: the Hermes home of this call), created and started on first use."""
+    home = home or hermes_home()
+    with _runtimes_lock:
+        runtime = _runtimes.get(home)
+        if runtime is None or runtime.closed:
+            if not _runtimes:
+                atexit.register(close_all)
+            runtime = _runtimes[home] = PluginRuntime(home)
+            runtime.start()
+        return runtime
 
 
 def current_runtime() -> PluginRuntime | None:
-    """The runtime created last, if any (no side effects)."""
-    return _current
+    """The runtime for the Hermes home of this call, if one was created (no side effects)."""
+    return _runtimes.get(hermes_home())
 
 
-def _close_current() -> None:
-    if _current is not None:
-        _current.close()
+def close_all() -> None:
+    """Stop every runtime's worker and save its dedupe record."""
+    with _runtimes_lock:
+        runtimes = list(_runtimes.values())
+    for runtime in runtimes:
+        runtime.close()

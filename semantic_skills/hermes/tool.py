@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 from ..injection import cap_body
 from ..limits import MAX_QUERY_CHARS
 from ..worker.protocol import DEFAULT_SEARCH_RESULTS, INDEX_MISSING, MAX_SEARCH_RESULTS
-from .config import disabled_skill_names
+from .eligibility import current_platform
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 
 NAME = "search_skills"
@@ -49,11 +47,12 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         except ValueError:
             return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_SEARCH_RESULTS}")
         query = query.strip()[:MAX_QUERY_CHARS]
-        platform = current_platform()
         settings = rt.settings()
         rt.client.start()
-        reply = rt.client.search(query, limit, disabled_skill_names(rt.config(), platform),
-                                 AGENT_ANSWER_TIMEOUT_SECONDS, wait_ready=settings.warmup_wait_seconds)
+        offer = rt.offer(current_platform())
+        reply = rt.client.search(query, limit, offer.exclude, AGENT_ANSWER_TIMEOUT_SECONDS,
+                                 wait_ready=settings.warmup_wait_seconds,
+                                 inactive_environments=offer.inactive_environments)
         if reply.status == INDEX_MISSING:
             return _error(INDEX_MISSING, f"there is no skill index yet; {BUILD_HINT}")
         if not reply.ok:
@@ -72,19 +71,6 @@ def _best(best, max_chars: int) -> dict | None:
     name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
     return {"name": name, "content": cap_body(name, body, max_chars, omitted),
             "truncated": len(body) + omitted > max_chars}
-
-
-def current_platform() -> str:
-    """The chat platform of the running session (``""`` on the CLI when Hermes does not say)."""
-    platform = os.environ.get("HERMES_PLATFORM") or os.environ.get("HERMES_SESSION_PLATFORM")
-    if platform:
-        return platform
-    session_context = sys.modules.get("gateway.session_context")
-    get_session_env = getattr(session_context, "get_session_env", None)
-    try:
-        return str(get_session_env("HERMES_SESSION_PLATFORM") or "") if get_session_env else ""
-    except Exception:  # noqa: BLE001
-        return ""
 
 
 def _error(status: str, message: str) -> str:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable
 
-from ..skills.discovery import SkillsRoot, discover_skills
+from ..skills.discovery import discover_skills
 from ..skills.parsing import Skill
 from .manifest import Manifest, SkillRecord
 
@@ -49,5 +48,5 @@ class IndexDiff:
 
 def diff_with_disk(manifest: Manifest) -> IndexDiff:
     """The skills now under the index's own roots against its records."""
-    found = discover_skills([SkillsRoot(Path(r)) for r in manifest.roots], parsed_records(manifest.skills))
+    found = discover_skills(manifest.skills_roots(), parsed_records(manifest.skills))
     return IndexDiff.of(found.skills, manifest.skills)

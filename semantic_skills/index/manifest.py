@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexMissing, command
-from ..skills.parsing import Skill
+from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
+from ..skills.parsing import CONDITION_KEYS, Skill
 from . import MANIFEST
 
 FORMAT = "semantic-skills-index"
@@ -17,7 +18,8 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class SkillRecord:
-    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``."""
+    """A skill as stored in the manifest; ``rows`` are its vector rows ``[start, start+count)``;
+    ``terms`` are its body's words for the lexical index (see recipe.body_terms)."""
 
     name: str
     folder: str
@@ -31,12 +33,15 @@ class SkillRecord:
     external: bool
     row_start: int
     row_count: int
+    terms: str = ""
+    conditions: tuple[tuple[str, tuple[str, ...] | str], ...] = ()  # absent in older indexes
 
     @classmethod
-    def from_skill(cls, skill: Skill, row_start: int, row_count: int) -> "SkillRecord":
+    def from_skill(cls, skill: Skill, row_start: int, row_count: int, terms: str = "") -> "SkillRecord":
         return cls(
             skill.name, skill.folder, skill.path, skill.content_hash, skill.category, skill.description,
-            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count,
+            skill.platforms, skill.environments, skill.tags, skill.external, row_start, row_count, terms,
+            skill.conditions,
         )
 
     def to_skill(self) -> Skill:
@@ -44,7 +49,7 @@ class SkillRecord:
         return Skill(
             name=self.name, description=self.description, category=self.category, path=self.path,
             folder=self.folder, content_hash=self.content_hash, platforms=self.platforms,
-            environments=self.environments, tags=self.tags, external=self.external,
+            environments=self.environments, tags=self.tags, external=self.external, conditions=self.conditions,
         )
 
     def as_dict(self) -> dict:
@@ -54,7 +59,13 @@ class SkillRecord:
             "platforms": list(self.platforms), "environments": list(self.environments), "tags": list(self.tags),
             "external": self.external,
             "rows": [self.row_start, self.row_count],
+            "terms": self.terms,
+            **({"conditions": self.condition_map()} if self.conditions else {}),
         }
+
+    def condition_map(self) -> dict:
+        """The offer conditions as the agent's front matter has them: key to list (or string)."""
+        return {key: value if isinstance(value, str) else list(value) for key, value in self.conditions}
 
     @classmethod
     def from_dict(cls, data: dict) -> "SkillRecord":
@@ -64,7 +75,8 @@ class SkillRecord:
             str(data.get("category", "")), str(data.get("description", "")),
             tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
             tuple(str(t) for t in data.get("tags", ())),
-            bool(data.get("external", False)), int(start), int(count),
+            bool(data.get("external", False)), int(start), int(count), str(data.get("terms", "")),
+            _conditions(data.get("conditions")),
         )
 
 
@@ -81,6 +93,7 @@ class Manifest:
     roots: list[str] = field(default_factory=list)
     router: dict = field(default_factory=dict)
     vectors_sha256: str = ""  # empty in indexes built before checksums were recorded
+    root_kinds: dict[str, str] = field(default_factory=dict)  # root -> EXTERNAL or PROJECT; absent roots are local
 
     def as_dict(self) -> dict:
         return {
@@ -90,6 +103,7 @@ class Manifest:
             "embedder": self.embedder.as_dict(),
             "document_text": self.recipe,
             "roots": self.roots,
+            "root_kinds": self.root_kinds,
             "vectors": {"file": self.vectors_file, "rows": self.rows, "sha256": self.vectors_sha256},
             "router": self.router,
             "skills": [s.as_dict() for s in self.skills],
@@ -112,7 +126,15 @@ class Manifest:
             roots=[str(r) for r in data.get("roots", [])],
             router=dict(data.get("router") or {}),
             vectors_sha256=str(vectors.get("sha256") or ""),
+            root_kinds={str(k): str(v) for k, v in (data.get("root_kinds") or {}).items()},
         )
+
+    def skills_roots(self) -> list[SkillsRoot]:
+        """The roots this index was built from, each with its kind (older indexes: external if its skills are)."""
+        kinds = self.root_kinds or {root: EXTERNAL for root in self.roots
+                                    if any(r.external and Path(r.path).is_relative_to(root) for r in self.skills)}
+        return [SkillsRoot(Path(root), external=kinds.get(root) == EXTERNAL, project=kinds.get(root) == PROJECT)
+                for root in self.roots]
 
     def check_consistent(self) -> None:
         """Raise ``ValueError`` unless skill rows tile ``[0, rows)`` exactly."""
@@ -123,6 +145,13 @@ class Manifest:
             expected += record.row_count
         if expected != self.rows:
             raise ValueError(f"manifest lists {expected} vector rows but records {self.rows}")
+
+
+def _conditions(raw) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
+    if not isinstance(raw, dict):
+        return ()
+    return tuple((key, raw[key] if isinstance(raw[key], str) else tuple(str(v) for v in raw[key]))
+                 for key in CONDITION_KEYS if isinstance(raw.get(key), (str, list)) and raw[key])
 
 
 def fix_hint(index_dir: Path) -> str:

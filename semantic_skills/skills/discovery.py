@@ -2,7 +2,9 @@
 
 Discovery follows the agent's rules: hidden folders (``.hub/quarantine``,
 ``.git``...), dependency and virtualenv folders and a skill's own
-``references/ templates/ assets/ scripts/`` are never searched.
+``references/ templates/ assets/ scripts/`` are never searched, and of a
+root's organisation mirrors (``_org/<org id>/``) only the one named in
+``_org/.active_org`` is (none without that file).
 """
 
 from __future__ import annotations
@@ -23,14 +25,28 @@ EXCLUDED_DIRS = frozenset(
 )
 VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name
 SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
+ORG_MIRRORS = "_org"
+ACTIVE_ORG_MARKER = ".active_org"
+EXTERNAL = "external"
+PROJECT = "project"
 
 
 @dataclass(frozen=True)
 class SkillsRoot:
-    """A folder searched for SKILL.md files; ``external`` roots lose name clashes."""
+    """A folder searched for SKILL.md files.
+
+    Earlier roots win name clashes; ``external`` marks a root shared from
+    elsewhere, ``project`` one that belongs to a project and is offered only
+    where the host says that project is active.
+    """
 
     path: Path
     external: bool = False
+    project: bool = False
+
+    @property
+    def kind(self) -> str:
+        return PROJECT if self.project else EXTERNAL if self.external else ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
     except OSError:
         return
     seen: set[tuple[int, int]] = set()
+    active_org = _active_org(root)
     pending = [root]  # folders still to list, the next one last (a stack: nesting depth costs no recursion)
     while pending:
         directory = pending.pop()
@@ -86,7 +103,24 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
             yield Path(directory) / SKILL_FILENAME
         children = [child for entry in entries
                     if (child := _folder_to_search(entry, is_skill_dir, real_root, skipped)) is not None]
-        pending.extend(reversed(children))
+        pending.extend(reversed(_without_inactive_orgs(Path(directory), root, active_org, children)))
+
+
+def _without_inactive_orgs(directory: Path, root: Path, active_org: str, children: list[Path]) -> list[Path]:
+    """``children`` of ``directory`` less the organisation mirrors that are not the active one."""
+    if directory == root:
+        return [c for c in children if c.name != ORG_MIRRORS or active_org]
+    if directory == root / ORG_MIRRORS:
+        return [c for c in children if c.name == active_org]
+    return children
+
+
+def _active_org(root: Path) -> str:
+    """The organisation named in ``root/_org/.active_org``; "" without one."""
+    try:
+        return (root / ORG_MIRRORS / ACTIVE_ORG_MARKER).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _list_once(directory: Path, seen: set[tuple[int, int]], skipped: list[SkippedFile]) -> list[os.DirEntry] | None:

@@ -15,6 +15,9 @@ from typing import Any
 MAX_FIELD_NODES = 10_000  # values read from one front matter field
 MAX_NAME_CHARS = 64  # the agent's own limits: it cuts names and descriptions to these lengths
 MAX_DESCRIPTION_CHARS = 1024
+# ``metadata.hermes`` keys that make a skill's offer depend on the session (its tools, toolsets, chat platform).
+CONDITION_KEYS = ("requires_tools", "requires_toolsets", "fallback_for_tools", "fallback_for_toolsets",
+                  "session_platforms")
 
 _FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
 
@@ -33,6 +36,7 @@ class Skill:
     environments: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     external: bool = False
+    conditions: tuple[tuple[str, tuple[str, ...] | str], ...] = ()
     body: str = field(default="", repr=False, compare=False)
     warnings: tuple[str, ...] = ()
 
@@ -192,6 +196,26 @@ def _tags(front: dict[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))
 
 
+def _conditions(front: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
+    """The ``metadata.hermes`` offer conditions that are set, as the agent reads them.
+
+    A list keeps its items as strings and a string stays one string (the
+    agent iterates whatever it finds); other values are not conditions.
+    """
+    metadata = front.get("metadata")
+    hermes = metadata.get("hermes") if isinstance(metadata, dict) else None
+    if not isinstance(hermes, dict):
+        return ()
+    found = []
+    for key in CONDITION_KEYS:
+        value = hermes.get(key)
+        if isinstance(value, list) and value:
+            found.append((key, tuple(str(item) for item in value[:MAX_FIELD_NODES])))
+        elif isinstance(value, str) and value:
+            found.append((key, value))
+    return tuple(found)
+
+
 def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> Skill:
     """Parse one SKILL.md's bytes into a :class:`Skill`; raises :class:`SkillFileError`."""
     text, warnings = decode_skill_bytes(raw)
@@ -226,6 +250,7 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         environments=_environments(front.get("environments")),
         tags=_tags(front),
         external=external,
+        conditions=_conditions(front),
         body=body,
         warnings=tuple(warnings),
     )

@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from ..limits import MAX_MESSAGE_CHARS
 from ..logs import OnceLogger, logger
@@ -41,8 +41,6 @@ class RouterClient:
     restarts it when they change), is restarted with backoff if it dies or
     holds a request longer than ``stall_seconds``, and is stopped by
     :meth:`close` (or when this process exits, because its stdin closes).
-    ``inactive_environments`` is called on that thread before each start; the
-    worker never offers a skill whose ``environments:`` are all among them.
     ``cli_command`` is how the host's user runs this package's command line,
     for the fixes that messages name. A worker that exits twice in a row is
     reported as failed (requests then fail at once instead of waiting for it)
@@ -51,17 +49,14 @@ class RouterClient:
 
     def __init__(self, index_dir: Path, embedder: EmbedderSettings = EmbedderSettings(),
                  python: str = sys.executable, restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
-                 stall_seconds: float = STALL_SECONDS,
-                 inactive_environments: Callable[[], Iterable[str]] = frozenset,
-                 cli_command: str = "semantic-skills"):
+                 stall_seconds: float = STALL_SECONDS, cli_command: str = "semantic-skills"):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
         self._python = python
-        self._inactive_environments = inactive_environments
-        self._cli_command = cli_command
         self._restart_delays = restart_delays
         self._stall_seconds = stall_seconds
         self._log_once = OnceLogger()
+        self._cli_command = cli_command
         self._lock = threading.Lock()
         self.status = WorkerStatus()
         self._stop = threading.Event()
@@ -158,8 +153,7 @@ class RouterClient:
         with self._lock:
             settings = (self.index_dir, self.embedder)
         try:
-            startup = Startup(str(settings[0]), settings[1], tuple(self._inactive_environments()))
-            process = launch(self._python, startup, self._cli_command)
+            process = launch(self._python, Startup(str(settings[0]), settings[1]), self._cli_command)
         except OSError as exc:
             self._log_once(logging.WARNING, f"cannot start the routing worker ({exc})")
             return None
@@ -213,8 +207,10 @@ class RouterClient:
             self._log_once(level, str(message.get("message", "")))
         elif message.get("event") == "state":
             status = self.status
+            gated = message.get("gated")
             status.update(str(message.get("state")), str(message.get("detail") or ""),
-                          str(message.get("backend") or ""), int(message.get("skills") or 0))
+                          str(message.get("backend") or ""), int(message.get("skills") or 0),
+                          tuple(g for g in gated if isinstance(g, dict)) if isinstance(gated, list) else None)
             if status.state in (WAITING_FOR_INDEX, FAILED):
                 self._log_once(logging.WARNING, status.detail)
             elif status.state == READY:
@@ -254,24 +250,37 @@ class RouterClient:
         self._outbox.put(protocol.encode({"id": request_id, "op": op, **payload}))
         return future
 
-    def route_async(self, text: str, exclude, floor: float | None = None) -> Future:
+    def route_async(self, text: str, exclude, floor: float | None = None,
+                    inactive_environments: Iterable[str] | None = None) -> Future:
         """Ask which skill to inject for ``text``; an answer with a ``skill`` carries its ``body``.
 
-        ``floor`` overrides the index's similarity floor for this message.
+        ``floor`` overrides the index's similarity floor for this message; a
+        skill whose ``environments:`` are all in ``inactive_environments`` is not offered.
         """
-        return self.submit(protocol.ROUTE, text=text, exclude=sorted(exclude), floor=floor)
+        return self.submit(protocol.ROUTE, text=text, exclude=sorted(exclude), floor=floor,
+                           **_environments(inactive_environments))
 
-    def route(self, text: str, exclude, timeout: float, floor: float | None = None,
-              wait_ready: float = 0.0) -> Reply:
+    def route(self, text: str, exclude, timeout: float, floor: float | None = None, wait_ready: float = 0.0,
+              inactive_environments: Iterable[str] | None = None) -> Reply:
         """:meth:`route_async`, waiting at most ``wait_ready`` for the worker plus ``timeout`` for the answer."""
         if wait_ready > 0:
             self.wait_ready(wait_ready)
-        return result_within(self.route_async(text, exclude, floor), timeout)
+        return result_within(self.route_async(text, exclude, floor, inactive_environments), timeout)
 
-    def search(self, text: str, limit: int, exclude, timeout: float, wait_ready: float = 0.0) -> Reply:
+    def search(self, text: str, limit: int, exclude, timeout: float, wait_ready: float = 0.0,
+               inactive_environments: Iterable[str] | None = None) -> Reply:
         """The best skills for ``text`` and the body of the best one."""
         if wait_ready > 0:
             self.wait_ready(wait_ready)
-        future = self.submit(protocol.SEARCH, text=text, limit=int(limit), exclude=sorted(exclude))
+        future = self.submit(protocol.SEARCH, text=text, limit=int(limit), exclude=sorted(exclude),
+                             **_environments(inactive_environments))
         return result_within(future, timeout)
+
+    def rebuild(self) -> Future:
+        """Ask the worker to bring its index up to date with the skills on disk (see protocol.py)."""
+        return self.submit(protocol.REBUILD)
+
+
+def _environments(inactive: Iterable[str] | None) -> dict:
+    return {} if inactive is None else {"inactive_environments": sorted(inactive)}
 

@@ -2,30 +2,41 @@
 
 The host starts the worker with its start-up settings as one JSON argument::
 
-    python -m semantic_skills.worker '{"index_dir": "...", "embedder": {...}, "inactive_environments": [...]}'
+    python -m semantic_skills.worker '{"index_dir": "...", "embedder": {...}}'
 
-``embedder`` holds :class:`~semantic_skills.settings.EmbedderSettings` fields;
-skills whose ``environments:`` are all among ``inactive_environments`` are never
-offered. Requests arrive on stdin and are answered on stdout, in any order,
-matched by ``id``; each request carries its own per-message settings::
+``embedder`` holds :class:`~semantic_skills.settings.EmbedderSettings` fields.
+Requests arrive on stdin and are answered on stdout, in any order, matched by
+``id``; each request carries its own per-message settings::
 
-    {"id": 1, "op": "route",  "text": "...", "exclude": [...], "floor": 0.45 or null}
-    {"id": 2, "op": "search", "text": "...", "limit": 3, "exclude": [...]}
+    {"id": 1, "op": "route",  "text": "...", "exclude": [...], "floor": 0.45 or null, "inactive_environments": [...]}
+    {"id": 2, "op": "search", "text": "...", "limit": 3, "exclude": [...], "inactive_environments": [...]}
     {"id": 3, "op": "ping"}
+    {"id": 4, "op": "rebuild"}
 
-``exclude`` names the skills the host's configuration turns off for this
-message; ``floor`` overrides the index's similarity floor. Answers::
+``exclude`` names the skills the host turns off for this message; ``floor``
+overrides the index's similarity floor; a skill whose ``environments:`` are
+all among ``inactive_environments`` is not offered. ``rebuild`` asks for an
+incremental build of the index from its own recorded roots: it runs on the
+worker's own thread a moment after the last such request (several skill
+changes make one build), never holds up routing, waits its turn if another
+build holds the index, and the rebuilt index is then swapped in as any
+rebuild is. Answers::
 
     {"id": 1, "ok": true, "skill": "name" or null, "score": 0.62, "reason": "...", "body": "...", "omitted": 0}
     {"id": 2, "ok": true, "results": [{"name", "description", "score"}...], "best": {"name", "body", "omitted"} or null}
     {"id": 3, "ok": true, "state": "ready", "detail": ""}
+    {"id": 4, "ok": true}
     {"id": 1, "ok": false, "status": "index_missing" | "not_ready" | "error", "error": "..."}
 
 ``body`` is the skill's text with its front matter removed, clipped at
 ``limits.MAX_BODY_CHARS`` (``omitted`` counts what was clipped); the host caps it to
 taste. Lines with an ``event`` key report the worker's state
-(``{"event": "state", "state", "detail", "skills", "backend"}``) or a log
-message (``{"event": "log", "level", "message"}``).
+(``{"event": "state", "state", "detail", "skills", "backend", "gated"}``) or a
+log message (``{"event": "log", "level", "message"}``). ``gated`` (with
+``ready``) lists the skills whose offer is for the host to decide, one
+``{"name", "folder", "path", "conditions", "project_root"}`` each: those with
+offer conditions (see ``skills.parsing.CONDITION_KEYS``) and those from a
+project root.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from ..settings import EmbedderSettings
 ROUTE = "route"
 SEARCH = "search"
 PING = "ping"
+REBUILD = "rebuild"
 
 DEFAULT_SEARCH_RESULTS = 3
 MAX_SEARCH_RESULTS = 10
@@ -69,11 +81,9 @@ class Startup:
 
     index_dir: str
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
-    inactive_environments: tuple[str, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps({"index_dir": self.index_dir, "embedder": asdict(self.embedder),
-                           "inactive_environments": sorted(self.inactive_environments)}, ensure_ascii=False)
+        return json.dumps({"index_dir": self.index_dir, "embedder": asdict(self.embedder)}, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str) -> "Startup":
@@ -81,8 +91,7 @@ class Startup:
         data = json.loads(text)
         if not isinstance(data, dict) or not isinstance(data.get("index_dir"), str):
             raise ValueError("the start-up settings need an index_dir")
-        return cls(data["index_dir"], EmbedderSettings.from_mapping(data.get("embedder")),
-                   tuple(str(e) for e in data.get("inactive_environments") or ()))
+        return cls(data["index_dir"], EmbedderSettings.from_mapping(data.get("embedder")))
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 
 Run by a host as ``python -m semantic_skills.worker STARTUP`` (see protocol.py).
 The worker waits for an index to appear, swaps in a rebuilt index at most
-about once a second (keeping the old one if the new one cannot be used), and
-exits when its stdin closes, so it never outlives its host. Everything it
-needs comes from the host: it reads no configuration file.
+about once a second (keeping the old one if the new one cannot be used),
+rebuilds it when the host says a skill changed (see rebuild.py), and exits
+when its stdin closes, so it never outlives its host. Everything it needs
+comes from the host: it reads no configuration file.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
 from ..requirements import dependency_fix
 from . import protocol
 from .protocol import FAILED, LOADING, READY, STARTING, WAITING_FOR_INDEX, Startup
+from .rebuild import Rebuilder
 
 RELOAD_INTERVAL_SECONDS = 1.0
 BODY_CACHE_SIZE = 64
@@ -40,6 +42,7 @@ class RoutingWorker:
         self._state = STARTING
         self._detail = ""
         self._bodies: collections.OrderedDict[str, tuple[tuple, dict]] = collections.OrderedDict()
+        self.rebuilder = Rebuilder(self.index_dir, startup.embedder, lambda: self._router, self._log)
 
     # ------------------------------------------------------------------ loading
 
@@ -85,18 +88,21 @@ class RoutingWorker:
         if self._router is None:
             self._open()
         elif self._router.reload_if_changed(min_interval=0.0):
-            skills = len(self._router.manifest.skills)
-            self._log("info", f"reloaded the rebuilt index in {self.index_dir} ({skills} skills)")
-            self._set_state(READY, "", skills=skills, backend=self._router.embedder.identity.backend)
+            self._log("info", f"reloaded the rebuilt index in {self.index_dir} "
+                              f"({len(self._router.manifest.skills)} skills)")
+            self._set_ready(self._router)
 
     def _open(self) -> None:
         from ..router import SkillRouter
 
         self._set_state(LOADING, f"loading the index in {self.index_dir} and its embedder")
-        router = SkillRouter.from_settings(self.index_dir, self.startup.embedder,
-                                           inactive_environments=frozenset(self.startup.inactive_environments))
+        router = SkillRouter.from_settings(self.index_dir, self.startup.embedder)
         self._router = router
-        self._set_state(READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend)
+        self._set_ready(router)
+
+    def _set_ready(self, router) -> None:
+        self._set_state(READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend,
+                        gated=gated_skills(router.manifest))
 
     # ------------------------------------------------------------------ requests
 
@@ -110,20 +116,25 @@ class RoutingWorker:
             if router is None:
                 return {"ok": False, "status": protocol.status_for_state(self._state),
                         "error": self._detail or "the index is loading"}
+            if op == protocol.REBUILD:
+                self.rebuilder.request()
+                return {"ok": True}
             text = str(request.get("text") or "")[:MAX_MESSAGE_CHARS]
             exclude = frozenset(str(n) for n in request.get("exclude") or ())
+            inactive = request.get("inactive_environments")
+            inactive = frozenset(str(e) for e in inactive) if isinstance(inactive, list) else None
             if op == protocol.ROUTE:
                 floor = request.get("floor")
-                return self._route(router, text, exclude, float(floor) if floor is not None else None)
+                return self._route(router, text, exclude, float(floor) if floor is not None else None, inactive)
             if op == protocol.SEARCH:
                 limit = int(request.get("limit") or protocol.DEFAULT_SEARCH_RESULTS)
-                return self._search(router, text, max(1, min(protocol.MAX_SEARCH_RESULTS, limit)), exclude)
+                return self._search(router, text, max(1, min(protocol.MAX_SEARCH_RESULTS, limit)), exclude, inactive)
             return {"ok": False, "status": protocol.ERROR, "error": f"unknown op {op!r}"}
         except Exception as exc:  # noqa: BLE001 - one bad request must not kill the worker
             return {"ok": False, "status": protocol.ERROR, "error": f"{type(exc).__name__}: {first_line(exc)}"}
 
-    def _route(self, router, text: str, exclude: frozenset[str], floor: float | None) -> dict:
-        decision = router.route(text, exclude=exclude, floor=floor)
+    def _route(self, router, text: str, exclude: frozenset[str], floor: float | None, inactive) -> dict:
+        decision = router.route(text, exclude=exclude, floor=floor, inactive_environments=inactive)
         answer = {"ok": True, "skill": None, "score": decision.score, "reason": decision.reason}
         if decision.skill is not None:
             body = self._body(decision.skill.path, router.manifest.roots)
@@ -133,8 +144,8 @@ class RoutingWorker:
                 answer.update(skill=decision.skill.name, **body)
         return answer
 
-    def _search(self, router, text: str, limit: int, exclude: frozenset[str]) -> dict:
-        found = router.search(text, k=limit, exclude=exclude)
+    def _search(self, router, text: str, limit: int, exclude: frozenset[str], inactive) -> dict:
+        found = router.search(text, k=limit, exclude=exclude, inactive_environments=inactive)
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         body = self._body(found[0].path, router.manifest.roots) if found else None
         best = {"name": found[0].name, **body} if body is not None else None
@@ -168,6 +179,20 @@ class RoutingWorker:
         if len(self._bodies) > BODY_CACHE_SIZE:
             self._bodies.popitem(last=False)
         return wire
+
+
+def gated_skills(manifest) -> list[dict]:
+    """The skills whose offer the host decides (see protocol.py): offer conditions, or a project root."""
+    from ..skills.discovery import PROJECT
+
+    project_roots = [Path(root) for root, kind in manifest.root_kinds.items() if kind == PROJECT]
+    gated = []
+    for record in manifest.skills:
+        project_root = next((str(r) for r in project_roots if Path(record.path).is_relative_to(r)), None)
+        if record.conditions or project_root:
+            gated.append({"name": record.name, "folder": record.folder, "path": record.path,
+                          "conditions": record.condition_map(), "project_root": project_root})
+    return gated
 
 
 def serve(startup: Startup) -> None:

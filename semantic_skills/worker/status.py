@@ -17,18 +17,21 @@ class WorkerStatus:
         self.detail = ""
         self.backend = ""
         self.skills = 0
+        self.gated: tuple[dict, ...] = ()  # the loaded index's skills whose offer the host decides
         self._changed = threading.Condition()
 
     @property
     def ready(self) -> bool:
         return self.state == READY
 
-    def update(self, state: str, detail: str = "", backend: str = "", skills: int = 0) -> None:
-        """Record a new state; ``backend`` and ``skills`` keep their last values when not given."""
+    def update(self, state: str, detail: str = "", backend: str = "", skills: int = 0,
+               gated: tuple[dict, ...] | None = None) -> None:
+        """Record a new state; ``backend``, ``skills`` and ``gated`` keep their last values when not given."""
         with self._changed:
             self.state, self.detail = state, detail
             self.backend = backend or self.backend
             self.skills = skills or self.skills
+            self.gated = self.gated if gated is None else gated
             self._changed.notify_all()
 
     def wait_ready(self, timeout: float, stopped: Callable[[], bool]) -> bool:

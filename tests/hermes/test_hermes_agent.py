@@ -30,6 +30,18 @@ SOURDOUGH_SKILL = """\
     """
 
 
+BONSAI = "How do I repot my juniper bonsai without killing it? The roots are circling the pot."
+BONSAI_SKILL = """\
+---
+name: bonsai-repotting
+description: Repot a bonsai tree safely - timing, root pruning, soil mix and aftercare.
+---
+# Bonsai repotting
+
+Repot junipers in early spring, just before the buds extend. Comb out circling roots and prune at most a third.
+"""
+
+
 @pytest.fixture(scope="module")
 def llm():
     with FakeChatServer() as server:
@@ -65,6 +77,25 @@ def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm,
     assert "<skill-context" not in last_user_content(requests[1]) + last_user_content(requests[2])
     new_session = last_user_content(requests[3])
     assert '<skill-context name="sourdough-starter"' in new_session and "Feed it equal weights" in new_session
+
+
+def test_a_skill_the_agent_writes_is_injected_from_the_next_message_with_no_build(llm, runtime, hermes_home):
+    """skill_manage create, then delete, in real agent turns: post_tool_call has the worker re-index each time."""
+    before = runtime.client.status.skills
+    llm.reply_tool_call("skill_manage", {"action": "create", "name": "bonsai-repotting", "category": "gardening",
+                                         "content": BONSAI_SKILL})
+    llm.reply_text("Saved it as a skill.")
+    make_agent(llm, "writes-a-skill").run_conversation("Save what we learnt about repotting bonsai as a skill.")
+
+    assert (hermes_home.path / "skills" / "gardening" / "bonsai-repotting" / "SKILL.md").is_file()
+    assert wait_until(lambda: runtime.client.status.skills == before + 1, timeout=120), runtime.client.status.skills
+    make_agent(llm, "asks-about-bonsai").run_conversation(BONSAI)
+    assert '<skill-context name="bonsai-repotting"' in last_user_content(llm.chat_requests()[-1])
+
+    llm.reply_tool_call("skill_manage", {"action": "delete", "name": "bonsai-repotting"})
+    llm.reply_text("Deleted it.")
+    make_agent(llm, "deletes-a-skill").run_conversation("Please delete the bonsai skill again.")
+    assert wait_until(lambda: runtime.client.status.skills == before, timeout=120), runtime.client.status.skills
 
 
 def test_search_skills_dispatches_through_the_tool_registry(llm, runtime):

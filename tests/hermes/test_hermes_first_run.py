@@ -132,6 +132,28 @@ def test_doctor_on_a_healthy_install_is_all_green(hermes_home):
     assert checks["worker"]["facts"]["backend"] == "sentence-transformers"
 
 
+def test_doctor_fails_without_a_routing_hook_and_warns_for_a_lost_feature(monkeypatch, tmp_path):
+    """A capability this Hermes never had is fine; one that costs a feature warns; a missing hook fails."""
+    import gateway.run
+    import hermes_cli.plugins
+
+    from semantic_skills.hermes import doctor
+    from semantic_skills.hermes.config import PluginSettings
+
+    setup = doctor.Setup(tmp_path, {}, PluginSettings(), tmp_path / "index", "sentence-transformers",
+                         "semantic-skills")
+    healthy = doctor.hermes_check(setup)
+    assert healthy.status == "ok" and "nothing is lost: secret_capture" in healthy.detail  # 0.19 has no such feature
+
+    monkeypatch.setattr(gateway.run.GatewayRunner, "_is_user_authorized", None)
+    lost = doctor.hermes_check(setup)
+    assert lost.status == "warn" and "gateway_authorization (" in lost.detail and lost.fix
+
+    monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) - {"pre_llm_call"})
+    unhooked = doctor.hermes_check(setup)
+    assert unhooked.status == "fail" and "no pre_llm_call hook" in unhooked.detail
+
+
 def test_the_plugins_help_and_its_typos_speak_of_hermes_semantic_skills(bare):
     helped, typo = bare_hermes(bare, "semantic-skills", "--help"), bare_hermes(bare, "semantic-skills", "buidl")
 

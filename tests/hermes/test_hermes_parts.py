@@ -15,7 +15,8 @@ from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import prompt_stub, tool
 from semantic_skills.hermes.config import PluginSettings
 from semantic_skills.hermes.dedupe import InjectedSkills, agent_session, gateway_session
-from semantic_skills.hermes.runtime import PluginRuntime, inactive_environments
+from semantic_skills.hermes.eligibility import Eligibility
+from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.hermes.seal import home_seal
 from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedger
 from semantic_skills.logs import OnceLogger
@@ -146,21 +147,14 @@ def test_patch_is_installed_in_hermes_and_follows_prompt_mode(plugin_manager, he
         write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000)
 
 
-def test_patch_leaves_hermes_alone_on_another_version_or_signature(monkeypatch):
+def test_without_a_listing_function_hermes_is_left_alone_and_it_is_said(monkeypatch, caplog):
     import agent.prompt_builder
-    import hermes_cli
 
-    monkeypatch.setattr(hermes_cli, "__version__", "0.20.0")
-    assert prompt_stub.install(lambda: "compact", lambda: "seal", OnceLogger()) is False
-
-    monkeypatch.setattr(hermes_cli, "__version__", "0.19.0")
-
-    def changed(available_tools=None, platform=None):
-        return "Hermes' own listing"
-
-    monkeypatch.setattr(agent.prompt_builder, "build_skills_system_prompt", changed)
-    assert prompt_stub.install(lambda: "compact", lambda: "seal", OnceLogger()) is False
-    assert agent.prompt_builder.build_skills_system_prompt is changed
+    monkeypatch.delattr(agent.prompt_builder, "build_skills_system_prompt")
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        assert prompt_stub.install(lambda: "compact", lambda arguments: "seal", OnceLogger()) is False
+    assert "skills listing stays in the system prompt" in caplog.text
+    assert not hasattr(agent.prompt_builder, "build_skills_system_prompt")
 
 
 # --------------------------------------------------------------------------- seal
@@ -204,18 +198,13 @@ ENVIRONMENT_LINES = ["", "environments: Kanban", "environments: [kanban, ' S6 ']
                      "environments: [[kanban]]", "environments: {on: kanban}"]
 
 
-@pytest.fixture()
-def asked_afresh():
-    """``inactive_environments()`` forgets its answer before and after the test."""
-    inactive_environments.cache_clear()
-    yield
-    inactive_environments.cache_clear()
+def eligibility(home) -> Eligibility:
+    return Eligibility(home, dict, OnceLogger())
 
 
 @pytest.mark.parametrize("active", [{"docker"}, {"kanban", "s6"}], ids=["docker active", "kanban and s6 active"])
 @pytest.mark.parametrize("line", ENVIRONMENT_LINES)
-def test_a_skill_is_offered_by_its_environments_exactly_when_hermes_offers_it(line, active, asked_afresh, tmp_path,
-                                                                              monkeypatch):
+def test_a_skill_is_offered_by_its_environments_exactly_when_hermes_offers_it(line, active, tmp_path, monkeypatch):
     import agent.skill_utils as hermes
 
     monkeypatch.setattr(hermes, "_ENV_DETECT_CACHE", {env: env in active for env in ("kanban", "docker", "s6")})
@@ -223,14 +212,25 @@ def test_a_skill_is_offered_by_its_environments_exactly_when_hermes_offers_it(li
     skill = parse_skill(text.encode(), tmp_path / "x" / "SKILL.md", tmp_path)
 
     offered = hermes.skill_matches_environment(hermes.parse_frontmatter(text)[0])
-    assert environments_allow(skill.environments, inactive_environments()) is offered
+    assert environments_allow(skill.environments, eligibility(tmp_path).inactive_environments()) is offered
 
 
-def test_without_hermes_detection_no_environment_is_inactive_and_it_is_said_once(asked_afresh, monkeypatch,
-                                                                                  caplog):
+def test_environments_are_asked_of_hermes_for_every_message(tmp_path, monkeypatch):
+    """Hermes 0.21 no longer caches the kanban answer (it depends on the context): neither may the plugin."""
+    import agent.skill_utils as hermes
+
+    rules = eligibility(tmp_path)
+    monkeypatch.setattr(hermes, "_ENV_DETECT_CACHE", {"kanban": False, "docker": False, "s6": False})
+    assert rules.inactive_environments() == {"kanban", "docker", "s6"}
+    monkeypatch.setattr(hermes, "_ENV_DETECT_CACHE", {"kanban": True, "docker": False, "s6": False})
+    assert rules.inactive_environments() == {"docker", "s6"}
+
+
+def test_without_hermes_detection_no_environment_is_inactive_and_it_is_said_once(tmp_path, monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "agent.skill_utils", None)  # importing it raises ImportError
+    rules = eligibility(tmp_path)
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
-        assert inactive_environments() == inactive_environments() == frozenset()
+        assert rules.inactive_environments() == rules.inactive_environments() == frozenset()
     assert len([r for r in caplog.records if "which environments are active" in r.getMessage()]) == 1
 
 

@@ -120,7 +120,7 @@ def plugin_loaded(home: Path):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HERMES_HOME", str(home))
         patch.setattr(hermes_plugins, "_plugin_manager", hermes_plugins.PluginManager())
-        patch.setattr(runtime_module, "_current", None)
+        patch.setattr(runtime_module, "_runtimes", {})
         hermes_plugins.get_plugin_manager().discover_and_load(force=True)
         runtime = runtime_module.current_runtime()
         assert runtime is not None and runtime.home == home, "the plugin did not load"

@@ -1,0 +1,216 @@
+"""Which indexed skills Hermes would offer in this session, asked of Hermes itself, in the host.
+
+The worker ranks; these rules decide what it may rank, per message, because
+they depend on the session and on the Hermes that runs it. Each rule is
+Hermes' own function wherever the running Hermes has one, so every version
+gets its own behaviour (a JSON-list ``skills.disabled`` on 0.21, none of the
+project-skill tier on 0.19):
+
+- ``skills.disabled`` / ``platform_disabled``: ``get_disabled_skill_names``;
+- ``environments:``: ``skill_matches_environment``, asked for every message
+  (Hermes 0.21 no longer caches the kanban answer);
+- ``metadata.hermes`` ``requires_*`` / ``fallback_for_*`` / ``session_platforms``:
+  ``agent.prompt_builder._skill_should_show``, given the tools and toolsets
+  the agent last built its prompt with for this home and platform (seen by
+  the skills-prompt wrapper); until then, as in Hermes without that
+  information, only ``session_platforms`` applies;
+- trusted project skills: offered only while their project is one of
+  ``get_project_skills_dirs()`` and ``is_quarantined_project_skill`` (asked
+  off the gateway's loop, with the home passed explicitly) found it safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..skills.discovery import SkillsRoot
+from .capabilities import parameters
+from .config import disabled_skill_names
+
+HERMES_ENVIRONMENTS = ("kanban", "docker", "s6")
+
+_tool_views: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
+_tool_views_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What one message may be routed to: the names to leave out, and the environments found inactive."""
+
+    exclude: frozenset[str]
+    inactive_environments: frozenset[str]
+
+
+def current_platform() -> str:
+    """The chat platform of the running session, as Hermes' prompt builder finds it (``""`` when unknown)."""
+    platform = os.environ.get("HERMES_PLATFORM") or os.environ.get("HERMES_SESSION_PLATFORM")
+    if platform:
+        return platform
+    get_session_env = getattr(sys.modules.get("gateway.session_context"), "get_session_env", None)
+    try:
+        return str(get_session_env("HERMES_SESSION_PLATFORM") or "") if get_session_env else ""
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def observe_prompt_build(arguments: dict, home: Path) -> None:
+    """Remember the tools and toolsets an agent built its skills prompt with, for ``home`` and this platform."""
+    tools, toolsets = arguments.get("available_tools"), arguments.get("available_toolsets")
+    if tools is None and toolsets is None:
+        return
+    key = (str(home), current_platform())
+    with _tool_views_lock:
+        _tool_views[key] = (frozenset(tools or ()), frozenset(toolsets or ()))
+
+
+def session_tools(home: Path, platform: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    with _tool_views_lock:
+        return _tool_views.get((str(home), platform))
+
+
+def _hermes(module: str, name: str) -> Callable | None:
+    """``module.name`` from the running Hermes, or None (imports the module: call off hot paths or once)."""
+    try:
+        found = getattr(__import__(module, fromlist=[name]), name, None)
+    except Exception:  # noqa: BLE001 - not this Hermes
+        return None
+    return found if callable(found) else None
+
+
+def hermes_skills_roots() -> list[SkillsRoot] | None:
+    """The skills folders the running Hermes scans, in its order of precedence; None without Hermes.
+
+    Trusted project folders first (Hermes 0.21+, for the current directory),
+    then the profile's own, ``skills.create_dir`` and ``skills.external_dirs``.
+    """
+    all_dirs = _hermes("agent.skill_utils", "get_all_skills_dirs")
+    if all_dirs is None:
+        return None
+    external_dirs = _hermes("agent.skill_utils", "get_external_skills_dirs")
+    project_dirs = _hermes("agent.skill_utils", "get_project_skills_dirs")
+    try:
+        external = {Path(d).resolve() for d in (external_dirs() if external_dirs else ())}
+        roots = [SkillsRoot(Path(d).resolve(), project=True) for d in (project_dirs() if project_dirs else ())]
+        roots += [SkillsRoot(Path(d).resolve(), external=Path(d).resolve() in external) for d in all_dirs()]
+    except Exception:  # noqa: BLE001 - Hermes could not say: the caller reads config.yaml itself
+        return None
+    unique: dict[Path, SkillsRoot] = {}
+    for root in roots:
+        unique.setdefault(root.path, root)
+    return list(unique.values())
+
+
+class Eligibility:
+    """The offer rules for one Hermes home; ``config`` returns its parsed config.yaml."""
+
+    def __init__(self, home: Path, config: Callable[[], dict], log_once):
+        self.home = home
+        self._config = config
+        self._log_once = log_once
+        self._quarantine: dict[str, bool] = {}  # project SKILL.md -> quarantined, once Hermes has said
+        self._scanning: set[str] = set()
+        self._lock = threading.Lock()
+
+    def offer(self, platform: str, gated: tuple[dict, ...]) -> Offer:
+        """The exclusions for a message on ``platform`` (``""`` when unknown); never raises."""
+        return Offer(self.disabled(platform) | self._hidden(platform, gated), self.inactive_environments())
+
+    def disabled(self, platform: str) -> frozenset[str]:
+        get_disabled = _hermes("agent.skill_utils", "get_disabled_skill_names")
+        if get_disabled is not None:
+            try:
+                return frozenset(get_disabled(platform or None))
+            except Exception as exc:  # noqa: BLE001 - fall back to reading the config ourselves
+                self._log_once(logging.WARNING, f"Hermes' get_disabled_skill_names failed ({exc}); "
+                                                "reading skills.disabled from config.yaml instead")
+        return disabled_skill_names(self._config(), platform or None)
+
+    def inactive_environments(self) -> frozenset[str]:
+        matches = _hermes("agent.skill_utils", "skill_matches_environment")
+        try:
+            return frozenset(env for env in HERMES_ENVIRONMENTS if not matches({"environments": [env]}))
+        except Exception as exc:  # noqa: BLE001 - no detection: hide nothing for its environments
+            self._log_once(logging.WARNING, f"cannot ask Hermes which environments are active ({exc}); skills "
+                                            "are offered whatever their environments:")
+            return frozenset()
+
+    def _hidden(self, platform: str, gated: tuple[dict, ...]) -> frozenset[str]:
+        if not gated:
+            return frozenset()
+        shows = self._condition_rule(platform)
+        projects = self._active_project_dirs() if any(g.get("project_root") for g in gated) else set()
+        hidden = set()
+        for skill in gated:
+            root = skill.get("project_root")
+            if root and (root not in projects or self._quarantined(skill["path"])):
+                hidden.add(skill["name"])
+            elif skill.get("conditions") and not shows(skill["conditions"]):
+                hidden.add(skill["name"])
+        return frozenset(hidden)
+
+    def _condition_rule(self, platform: str) -> Callable[[dict], bool]:
+        should_show = _hermes("agent.prompt_builder", "_skill_should_show")
+        if should_show is None:
+            self._log_once(logging.WARNING, "this Hermes has no _skill_should_show: skills with requires_* or "
+                                            "fallback_for_* conditions are offered whatever the session's tools")
+            return lambda conditions: True
+        tools, toolsets = session_tools(self.home, platform) or (None, None)
+        with_platform = "session_platform" in parameters(should_show)
+
+        def shows(conditions: dict) -> bool:
+            try:
+                if with_platform:
+                    return bool(should_show(conditions, tools, toolsets, platform or None))
+                return bool(should_show(conditions, tools, toolsets))
+            except Exception:  # noqa: BLE001 - as Hermes when it cannot read a skill: offer it
+                return True
+
+        return shows
+
+    def _active_project_dirs(self) -> set[str]:
+        project_dirs = _hermes("agent.skill_utils", "get_project_skills_dirs")
+        try:
+            return {str(Path(d)) for d in project_dirs()} if project_dirs else set()
+        except Exception:  # noqa: BLE001 - cannot tell: no project is active
+            return set()
+
+    def _quarantined(self, path: str) -> bool:
+        """Hermes' verdict on a project skill; True (hidden) until it has one, which is asked off this thread."""
+        with self._lock:
+            verdict = self._quarantine.get(path)
+            if verdict is None and path not in self._scanning:
+                self._scanning.add(path)
+                threading.Thread(target=self._scan, args=(path,), name="semantic-skills-scan", daemon=True).start()
+        return verdict is not False
+
+    def _scan(self, path: str) -> None:
+        quarantined = _hermes("agent.skill_utils", "is_quarantined_project_skill")
+        verdict = True
+        try:
+            with hermes_home_bound(self.home):
+                verdict = bool(quarantined(path)) if quarantined else True
+        except Exception:  # noqa: BLE001 - as Hermes: a scan that fails quarantines
+            verdict = True
+        with self._lock:
+            self._quarantine[path] = verdict
+            self._scanning.discard(path)
+
+
+@contextmanager
+def hermes_home_bound(home: Path) -> Iterator[None]:
+    """Hermes' home bound to ``home`` in this thread's context (a thread of ours does not inherit the caller's)."""
+    constants = sys.modules.get("hermes_constants")
+    bind = getattr(constants, "set_hermes_home_override", None)
+    token = bind(str(home)) if callable(bind) else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            constants.reset_hermes_home_override(token)

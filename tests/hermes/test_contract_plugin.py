@@ -1,0 +1,225 @@
+"""Contract tests: the plugin surface of Hermes 0.21 (upstream main), and profiles on the real 0.19.
+
+Fakes reproduce what upstream declares: the ``on_skill_lifecycle`` hook and its
+kwargs, ``PluginContext.get_config(key, default)`` with its key rules. The
+profile tests use 0.19's own ``hermes_constants`` ContextVar override.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import types
+
+import pytest
+import yaml
+
+from semantic_skills.hermes import HOOKS, _guarded, capabilities, config, hooks, register
+from semantic_skills.hermes.config import PLUGIN_NAME, default_index_dir, plugin_settings
+from semantic_skills.hermes.runtime import PluginRuntime, get_runtime, use_plugin_config
+
+LIFECYCLE_ACTIONS = ("created", "patched", "edited", "installed", "archived", "stale", "restored")
+
+
+def lifecycle_kwargs(action: str) -> dict:
+    """tools/skill_usage.py:_emit_skill_lifecycle (upstream main) invokes the hook with exactly these, plus
+    the ``telemetry_schema_version`` every hook receives."""
+    return {"action": action, "skill_name": "bonsai-repotting", "provenance": "agent_created", "task_id": "",
+            "session_id": "", "use_count": None, "reused": None, "reuse_after_patch": None,
+            "telemetry_schema_version": 1}
+
+
+@pytest.fixture()
+def rebuilds(runtime, monkeypatch) -> list[int]:
+    asked = []
+    monkeypatch.setattr(runtime.client, "rebuild", lambda: asked.append(1))
+    return asked
+
+
+@pytest.mark.parametrize("action", LIFECYCLE_ACTIONS)
+def test_a_skill_lifecycle_fact_asks_for_a_re_index(rebuilds, action):
+    """upstream tools/skill_usage.py:_emit_skill_lifecycle: every action but ``loaded`` changes skills on disk."""
+    _guarded("on_skill_lifecycle", hooks.on_skill_lifecycle)(**lifecycle_kwargs(action))
+    assert rebuilds == [1]
+
+
+def test_a_skill_use_is_not_a_change(rebuilds):
+    """upstream skill_usage.bump_use emits ``loaded`` on every use of a skill: no re-index for that."""
+    _guarded("on_skill_lifecycle", hooks.on_skill_lifecycle)(**lifecycle_kwargs("loaded"))
+    assert rebuilds == []
+
+
+class RecordingContext:
+    """The registration methods a PluginContext has on both generations; ``get_config`` only when given."""
+
+    def __init__(self, get_config=None):
+        self.hooks: list[str] = []
+        if get_config is not None:
+            self.get_config = get_config
+
+    def register_hook(self, name, callback):
+        self.hooks.append(name)
+
+    def register_tool(self, **_):
+        return None
+
+    def register_cli_command(self, **_):
+        return None
+
+
+def test_the_lifecycle_hook_is_registered_only_where_hermes_knows_it(runtime, monkeypatch):
+    """upstream hermes_cli/plugins.py VALID_HOOKS holds on_skill_lifecycle; 0.19's does not, and an unknown
+    name earns a warning, so it is registered only when listed."""
+    import hermes_cli.plugins
+
+    on_0_19 = RecordingContext()
+    register(on_0_19)
+    assert "on_skill_lifecycle" not in on_0_19.hooks and "post_tool_call" in on_0_19.hooks
+
+    monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) | {"on_skill_lifecycle"})
+    on_main = RecordingContext()
+    register(on_main)
+    assert on_main.hooks == list(HOOKS)
+
+
+# --------------------------------------------------------------------------- settings through ctx.get_config
+
+SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+RESERVED_ROOTS = {"model", "plugins", "security", "settings"}
+
+
+def main_get_config(config: dict, asked: list[str]):
+    """hermes_cli/plugins.py PluginContext.get_config(key, default=None) (upstream main): one plugin-relative
+    key per call, checked by plugins_state._plugin_relative_segments, read from
+    plugins.entries.<plugin_id>.settings, then the legacy .config subtree."""
+    missing = object()
+
+    def nested(root, segments, default):
+        for segment in segments:
+            if not isinstance(root, dict) or segment not in root:
+                return default
+            root = root[segment]
+        return root
+
+    def get_config(key, default=None):
+        segments = tuple(key.split("."))
+        if not key or "/" in key or segments[0].lower() in RESERVED_ROOTS or not all(map(SEGMENT.match, segments)):
+            raise ValueError(f"Expected a plugin-relative config key, got {key!r}")
+        asked.append(key)
+        entry = config.get("plugins", {}).get("entries", {}).get(PLUGIN_NAME, {})
+        value = nested(entry.get("settings"), segments, missing)
+        return value if value is not missing else nested(entry.get("config"), segments, default)
+
+    return get_config
+
+
+def test_settings_are_read_through_get_config_one_key_at_a_time():
+    config = {"plugins": {"entries": {PLUGIN_NAME: {"settings": {"threshold": 0.5, "prompt_mode": "full"},
+                                                    "config": {"route_timeout_ms": 80}}}}}
+    asked = []
+    settings = plugin_settings({}, main_get_config(config, asked))  # the YAML mapping is not consulted
+
+    assert (settings.floor, settings.prompt_mode, settings.route_timeout_ms) == (0.5, "full", 80)
+    assert "threshold" in asked and "settings" not in asked  # no key Hermes refuses
+
+
+def test_a_runtime_reads_its_settings_through_get_config_again_when_the_config_changes(tmp_path):
+    config = {"plugins": {"entries": {PLUGIN_NAME: {"settings": {"prompt_mode": "full"}}}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"unrelated": 1}))
+    use_plugin_config(main_get_config(config, []))
+    runtime = PluginRuntime(tmp_path)
+    try:
+        assert runtime.settings().prompt_mode == "full"
+        config["plugins"]["entries"][PLUGIN_NAME]["settings"]["prompt_mode"] = "compact"
+        (tmp_path / "config.yaml").write_text(yaml.safe_dump({"unrelated": 2, "pad": "changed"}))
+        assert runtime.settings().prompt_mode == "compact"
+    finally:
+        use_plugin_config(None)
+        runtime.close()
+
+
+# --------------------------------------------------------------------------- profiles (real 0.19)
+
+
+def test_the_home_follows_hermes_per_context_override(hermes_home, tmp_path):
+    """0.19 hermes_constants.set_hermes_home_override: what a multiplexing gateway binds per profile."""
+    import hermes_constants
+
+    profile = tmp_path / "profiles" / "work"
+    profile.mkdir(parents=True)
+    token = hermes_constants.set_hermes_home_override(str(profile))
+    try:
+        assert config.hermes_home() == profile
+        work = get_runtime()
+        try:
+            assert work.home == profile and work is not get_runtime(hermes_home.path)
+            assert work.index_dir == profile / PLUGIN_NAME / "skills_index"
+        finally:
+            work.close()
+    finally:
+        hermes_constants.reset_hermes_home_override(token)
+    assert config.hermes_home() == hermes_home.path
+
+
+def test_the_default_index_belongs_to_the_home(tmp_path):
+    plain = tmp_path / "plain"
+    installed = tmp_path / "installed"
+    (installed / "plugins" / PLUGIN_NAME).mkdir(parents=True)
+    assert default_index_dir(plain) == plain / PLUGIN_NAME / "skills_index"
+    assert default_index_dir(installed) == installed / "plugins" / PLUGIN_NAME / "skills_index"  # as before
+
+
+# --------------------------------------------------------------------------- capabilities
+
+
+def test_every_capability_answers_and_0_19_lacks_only_what_it_never_had():
+    found = {c.name: c for c in capabilities.detect()}
+
+    assert all(isinstance(c.detail, str) and c.detail and "\n" not in c.detail for c in found.values())
+    missing = {name for name, c in found.items() if not c.available}
+    assert missing == {capabilities.SECRET_CAPTURE, capabilities.SKILL_LIFECYCLE, capabilities.PROJECT_SKILLS,
+                       capabilities.PLUGIN_CONFIG}
+    assert capabilities.hermes_version() == "0.19.0"
+
+
+def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):
+    """The names upstream main declares: VALID_HOOKS with on_skill_lifecycle, PluginContext.get_config,
+    tools.secret_capture_gateway.get_pending_for_session, _skill_should_show(..., session_platform)."""
+    import agent.prompt_builder
+    import hermes_cli.plugins
+
+    monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) | {"on_skill_lifecycle"})
+    monkeypatch.setattr(hermes_cli.plugins.PluginContext, "get_config", lambda self, key, default=None: default,
+                        raising=False)
+    secrets = types.ModuleType("tools.secret_capture_gateway")
+    secrets.get_pending_for_session = lambda session_key, source=None: None
+    monkeypatch.setitem(sys.modules, "tools.secret_capture_gateway", secrets)
+    monkeypatch.setattr(agent.prompt_builder, "_skill_should_show",
+                        lambda conditions, available_tools, available_toolsets, session_platform=None: True)
+
+    found = {c.name: c for c in capabilities.detect()}
+    for name in (capabilities.SKILL_LIFECYCLE, capabilities.PLUGIN_CONFIG, capabilities.SECRET_CAPTURE):
+        assert found[name].available, found[name]
+    assert "session_platforms" in found[capabilities.SKILL_CONDITIONS].detail
+
+
+def test_a_failing_probe_is_reported_not_raised(monkeypatch):
+    import tools.hook_output_spill
+
+    monkeypatch.setattr(tools.hook_output_spill, "get_spill_config", lambda: 1 / 0)
+    found = {c.name: c for c in capabilities.detect()}
+    assert not found[capabilities.HOOK_OUTPUT_CAP].available
+    assert "probe failed (ZeroDivisionError" in found[capabilities.HOOK_OUTPUT_CAP].detail
+
+
+def test_register_says_in_one_line_each_what_this_hermes_lacks(runtime, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))  # a home of its own, so nothing was said for it yet
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        register(RecordingContext())
+    get_runtime(tmp_path).close()
+    lines = [r for r in caplog.records if "unavailable" in r.getMessage()]
+    assert sorted(r.getMessage().split(": ")[2].split(" ")[0] for r in lines) == sorted(
+        [capabilities.PLUGIN_CONFIG, capabilities.PROJECT_SKILLS, capabilities.SECRET_CAPTURE,
+         capabilities.SKILL_LIFECYCLE])
+    assert {r.levelno for r in lines} == {logging.INFO}  # features this Hermes never had: nothing is lost

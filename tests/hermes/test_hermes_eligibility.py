@@ -1,0 +1,179 @@
+"""Which skills a message may be routed to, against Hermes' own rules: real 0.19 where it has them,
+contract tests (fakes shaped as upstream main declares) for what only 0.21 has."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from semantic_skills.embedders.base import EmbedderIdentity
+from semantic_skills.hermes import eligibility
+from semantic_skills.hermes.eligibility import Eligibility, observe_prompt_build
+from semantic_skills.index.manifest import Manifest, SkillRecord
+from semantic_skills.logs import OnceLogger
+from semantic_skills.skills.discovery import PROJECT
+from semantic_skills.skills.parsing import parse_skill
+from semantic_skills.worker.server import gated_skills
+
+from hermes_testkit import wait_until
+
+CONDITIONED = {
+    "browser-fallback": "metadata:\n  hermes:\n    fallback_for_tools: [browser_navigate]\n",
+    "needs-browser": "metadata:\n  hermes:\n    requires_tools: [browser_navigate]\n",
+    "needs-web-toolset": "metadata:\n  hermes:\n    requires_toolsets: [web]\n",
+    "web-fallback": "metadata:\n  hermes:\n    fallback_for_toolsets: [web]\n",
+    "telegram-only": "metadata:\n  hermes:\n    session_platforms: [telegram]\n",
+    "plain": "",
+}
+
+
+def write_skills(skills_dir: Path, skills: dict[str, str]) -> list[Path]:
+    paths = []
+    for name, extra in skills.items():
+        path = skills_dir / "cat" / name / "SKILL.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\nname: {name}\ndescription: {name} skill\n{extra}---\n# {name}\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def manifest_of(paths: list[Path], root: Path, root_kinds: dict[str, str] | None = None) -> Manifest:
+    records = [SkillRecord.from_skill(parse_skill(p.read_bytes(), p, root), i, 1) for i, p in enumerate(paths)]
+    return Manifest(EmbedderIdentity("test", "m", 4), "r", records, "v.faiss", len(records), roots=[str(root)],
+                    root_kinds=root_kinds or {})
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.delenv("HERMES_SESSION_PLATFORM", raising=False)
+    return tmp_path
+
+
+def hermes_listing(tools: set[str] | None, toolsets: set[str] | None) -> str:
+    """Hermes 0.19's own skills listing for the home, from the function the plugin wraps."""
+    import agent.prompt_builder
+
+    build = agent.prompt_builder.build_skills_system_prompt
+    original = getattr(build, "_semantic_skills_original", build)
+    agent.prompt_builder.clear_skills_system_prompt_cache(clear_snapshot=True)
+    return original(available_tools=tools, available_toolsets=toolsets)
+
+
+@pytest.mark.parametrize("tools, toolsets", [(None, None), ({"browser_navigate", "skill_view"}, {"skills"}),
+                                             ({"web_search", "skill_view"}, {"web", "skills"})],
+                         ids=["no tool information", "browser, no web", "web, no browser"])
+def test_conditioned_skills_are_offered_exactly_when_hermes_lists_them(home, tools, toolsets):
+    """Real 0.19: agent/prompt_builder.py:_skill_should_show, given the tools the agent built its prompt with."""
+    paths = write_skills(home / "skills", CONDITIONED)
+    gated = tuple(gated_skills(manifest_of(paths, home / "skills")))
+    assert {g["name"] for g in gated} == set(CONDITIONED) - {"plain"}
+    if tools is not None:
+        observe_prompt_build({"available_tools": tools, "available_toolsets": toolsets}, home)
+
+    hidden = Eligibility(home, dict, OnceLogger()).offer("", gated).exclude
+    listing = hermes_listing(tools, toolsets)
+    for name in CONDITIONED:
+        assert (name in hidden) is (f"- {name}" not in listing), name
+    assert hidden or tools is None  # the control: with tool information some skill is hidden
+
+
+def test_skills_disabled_as_a_list_in_a_string_follow_the_running_hermes(home):
+    """0.19 reads a string as one name; 0.21 (agent/skill_utils.py:parse_config_string_list) as the list it
+    spells. The plugin asks Hermes, so each version gets its own reading."""
+    (home / "config.yaml").write_text("skills:\n  disabled: '[\"alpha\", \"beta\"]'\n")
+    rules = Eligibility(home, dict, OnceLogger())
+    assert rules.disabled("") == {'["alpha", "beta"]'}  # 0.19
+
+    import agent.skill_utils
+
+    def main_get_disabled(platform=None):  # upstream: _normalize_string_set via parse_config_string_list
+        return {"alpha", "beta"} - {"hermes-agent"}
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(agent.skill_utils, "get_disabled_skill_names", main_get_disabled)
+        assert rules.disabled("") == {"alpha", "beta"}
+
+
+def test_session_platforms_go_to_hermes_with_the_platform(home, monkeypatch):
+    """upstream agent/prompt_builder.py:_skill_should_show(conditions, available_tools, available_toolsets,
+    session_platform=None): the channel gate applies even without tool information."""
+    import agent.prompt_builder
+
+    calls = []
+
+    def main_should_show(conditions, available_tools, available_toolsets, session_platform=None):
+        calls.append(session_platform)
+        wanted = [str(p).lower() for p in conditions.get("session_platforms") or []]
+        return not (wanted and session_platform and session_platform.lower() not in wanted)
+
+    monkeypatch.setattr(agent.prompt_builder, "_skill_should_show", main_should_show)
+    gated = tuple(gated_skills(manifest_of(write_skills(home / "skills", CONDITIONED), home / "skills")))
+    rules = Eligibility(home, dict, OnceLogger())
+
+    assert "telegram-only" not in rules.offer("telegram", gated).exclude
+    assert "telegram-only" in rules.offer("discord", gated).exclude
+    assert "telegram-only" not in rules.offer("", gated).exclude  # unknown platform: Hermes fails open
+    assert {"telegram", "discord", None} <= set(calls)
+
+
+def test_project_skills_are_offered_only_for_their_trusted_project_and_after_a_clean_scan(home, monkeypatch):
+    """upstream agent/skill_utils.py: get_project_skills_dirs() for the current project, and
+    is_quarantined_project_skill(skill_md) (fail closed); both absent from 0.19."""
+    import agent.skill_utils
+
+    project = home / "repo" / ".hermes" / "skills"
+    paths = write_skills(project, {"deploy-here": "", "evil-here": ""})
+    gated = tuple(gated_skills(manifest_of(paths, project, {str(project): PROJECT})))
+    scanned = []
+
+    def quarantined(skill_md):
+        scanned.append(str(skill_md))
+        return "evil-here" in str(skill_md)
+
+    monkeypatch.setattr(agent.skill_utils, "is_quarantined_project_skill", quarantined, raising=False)
+    monkeypatch.setattr(agent.skill_utils, "get_project_skills_dirs", lambda: [project], raising=False)
+    rules = Eligibility(home, dict, OnceLogger())
+
+    assert rules.offer("", gated).exclude == {"deploy-here", "evil-here"}  # no verdict yet: hidden
+    assert wait_until(lambda: len(scanned) == 2, timeout=10)
+    assert wait_until(lambda: rules.offer("", gated).exclude == {"evil-here"}, timeout=10)
+
+    monkeypatch.setattr(agent.skill_utils, "get_project_skills_dirs", lambda: [], raising=False)
+    assert rules.offer("", gated).exclude == {"deploy-here", "evil-here"}  # another project (or none) is active
+
+
+def test_the_skills_roots_are_the_ones_hermes_scans(home, tmp_path):
+    """Real 0.19 get_all_skills_dirs (local first, then external); 0.21 adds trusted project dirs first."""
+    external = tmp_path / "shared-skills"
+    external.mkdir()
+    (home / "config.yaml").write_text(f"skills:\n  external_dirs: [{external}]\n")
+    (home / "skills").mkdir()
+    import agent.skill_utils
+
+    agent.skill_utils._external_dirs_cache_clear()
+    roots = eligibility.hermes_skills_roots()
+    assert [(r.path, r.external, r.project) for r in roots] == [
+        ((home / "skills").resolve(), False, False), (external.resolve(), True, False)]
+
+    project = tmp_path / "repo" / ".agents" / "skills"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(agent.skill_utils, "get_project_skills_dirs", lambda: [project], raising=False)
+        assert [r.project for r in eligibility.hermes_skills_roots()] == [True, False, False]
+
+
+def test_an_organisation_mirror_counts_only_when_active(tmp_path):
+    """upstream agent/skill_utils.py:iter_skill_index_files walks only ``_org/<active org>``."""
+    from semantic_skills.skills.discovery import SkillsRoot, discover_skills
+
+    root = tmp_path / "skills"
+    for org in ("acme", "globex"):
+        write_skills(root / "_org" / org, {f"{org}-skill": ""})
+    write_skills(root, {"mine": ""})
+    names = lambda: sorted(s.name for s in discover_skills([SkillsRoot(root)]).skills)  # noqa: E731
+
+    assert names() == ["mine"]
+    (root / "_org" / ".active_org").write_text(textwrap.dedent("acme\n"))
+    assert names() == ["acme-skill", "mine"]
