@@ -100,14 +100,32 @@ def git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+# Hermes pip-installs a missing optional backend the first time something asks for it: building an
+# AIAgent runs every tool's check, and the tts tool's check asks for edge-tts. A test home forbids it
+# with Hermes' own switch, so no test installs a package at run time.
+NO_RUNTIME_INSTALLS = {"security": {"allow_lazy_installs": False}}
+
+
 def write_settings(home: Path, **settings) -> None:
     """Set ``plugins.entries.semantic-skills.settings`` in ``home``'s config.yaml."""
-    path = home / "config.yaml"
-    config = yaml.safe_load(path.read_text()) if path.exists() else {}
-    config = config or {}
+    config = _read_config(home)
     entries = config.setdefault("plugins", {}).setdefault("entries", {})
     entries.setdefault(PLUGIN, {})["settings"] = settings
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    _write_config(home, config)
+
+
+def forbid_runtime_installs(home: Path) -> None:
+    """Set ``security.allow_lazy_installs: false`` in ``home``'s config.yaml (see NO_RUNTIME_INSTALLS)."""
+    _write_config(home, {**_read_config(home), **NO_RUNTIME_INSTALLS})
+
+
+def _read_config(home: Path) -> dict:
+    path = home / "config.yaml"
+    return (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+
+
+def _write_config(home: Path, config: dict) -> None:
+    (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 @dataclass

@@ -98,6 +98,28 @@ def test_a_skill_the_agent_writes_is_injected_from_the_next_message_with_no_buil
     assert wait_until(lambda: runtime.client.status.skills == before, timeout=120), runtime.client.status.skills
 
 
+def test_an_agent_turn_installs_no_package(llm, runtime, monkeypatch):
+    """Building an AIAgent runs every tool's check; the tts tool's asks Hermes for edge-tts, which Hermes
+    pip-installs when missing unless the home forbids it, as every test home does (NO_RUNTIME_INSTALLS)."""
+    import model_tools
+    import tools.lazy_deps as lazy_deps
+    import tools.registry as registry
+
+    asked, installs = [], []
+    ensure = lazy_deps.ensure
+    monkeypatch.setattr(lazy_deps, "ensure", lambda feature, **kw: asked.append(feature) or ensure(feature, **kw))
+    monkeypatch.setattr(lazy_deps, "feature_missing", lazy_deps.feature_specs)  # every optional backend missing
+    monkeypatch.setattr(lazy_deps, "_venv_pip_install", lambda specs, **_: installs.append(specs))
+    for cache in ("_check_fn_cache", "_check_fn_last_good"):  # so the checks run again for this agent
+        monkeypatch.setattr(registry, cache, {})
+    monkeypatch.setattr(model_tools, "_tool_defs_cache", {})
+    llm.reply_text("Hello!")
+
+    make_agent(llm, "installs-nothing").run_conversation("Hello there, how are you today?")
+
+    assert "tts.edge" in asked and installs == []
+
+
 def test_search_skills_dispatches_through_the_tool_registry(llm, runtime):
     start = len(llm.chat_requests())
     llm.reply_tool_call("search_skills", {"query": "turn a PDF into markdown", "limit": 2})

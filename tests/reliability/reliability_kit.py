@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hermes"))  # he
 
 from semantic_skills.embedders.base import Embedder, EmbedderIdentity  # noqa: E402
 
+from hermes_testkit import NO_RUNTIME_INSTALLS  # noqa: E402
 from support import EXAMPLES, REPO, write_skill  # noqa: E402
 
 WORKER_READY_SECONDS = 240
@@ -54,6 +55,7 @@ HERMES_CONFIG = {
     "skills": {"disabled": ["sourdough-baking", FORBIDDEN["disabled by the name Hermes shows"][0][:HERMES_NAME_LENGTH]],
                "platform_disabled": {"whatsapp": ["bird-watching"]}},
     "plugins": {"enabled": ["semantic-skills"]},
+    **NO_RUNTIME_INSTALLS,
 }
 
 
