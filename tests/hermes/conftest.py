@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -e '.[test]')")
+pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -r requirements-dev.txt)")
 
 from hermes_testkit import (  # noqa: E402
     EXAMPLE_SKILLS,
