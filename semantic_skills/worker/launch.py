@@ -13,6 +13,7 @@ user as the process.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
@@ -51,11 +52,12 @@ def launch(python: str, startup: Startup, cli_command: str = "semantic-skills") 
     """Start the routing worker with ``startup``, its pipes open; raises OSError.
 
     It runs in this package's folder (the host's working directory may hold
-    anything), in its own session so a signal meant for the host's terminal
-    does not reach it, and exits when its stdin closes. ``cli_command`` is how
-    the host's user runs this package's command line; the worker's messages
-    name it in their fixes.
+    anything), so a relative index folder is made absolute first; in its own
+    session so a signal meant for the host's terminal does not reach it; and
+    exits when its stdin closes. ``cli_command`` is how the host's user runs
+    this package's command line; the worker's messages name it in their fixes.
     """
+    startup = dataclasses.replace(startup, index_dir=os.path.abspath(startup.index_dir))
     return subprocess.Popen(
         isolated_command(python, "semantic_skills.worker", startup.to_json()),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PACKAGE_FOLDER,
