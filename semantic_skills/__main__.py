@@ -1,3 +1,6 @@
-from .cli import main
+import os
 
-main(prog_name="semantic-skills")
+from .cli import main
+from .errors import COMMAND_ENV
+
+main(prog_name=os.environ.get(COMMAND_ENV) or "semantic-skills")

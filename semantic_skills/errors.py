@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+COMMAND_ENV = "SEMANTIC_SKILLS_COMMAND"  # set by a host that runs this command line under another name
 
 class SemanticSkillsError(Exception):
     """Base error: ``str(err)`` is a complete sentence a user can act on."""
@@ -42,3 +45,8 @@ def first_line(exc: BaseException) -> str:
     """The first line of ``exc``'s message (its type name when empty), at most ``MAX_ERROR_CHARS`` long."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:MAX_ERROR_CHARS]
+
+
+def command(arguments: str) -> str:
+    """How the user runs ``semantic-skills ARGUMENTS`` where they are (``hermes semantic-skills ...`` in Hermes)."""
+    return f"{os.environ.get(COMMAND_ENV) or 'semantic-skills'} {arguments}"

@@ -1,19 +1,33 @@
-"""The exact text that carries a skill into a user message.
+"""The exact text that carries a skill into a user message, and how its host recognises it.
 
-The output depends only on the skill's name, body, score (two decimals) and the
-user's text: no timestamps or ids, so identical inputs give identical bytes and
-the provider's prompt cache keeps hitting.
+The output depends only on the skill's name, body, score (two decimals), the
+seal and the caps: no timestamps or ids, so identical inputs give identical
+bytes and the provider's prompt cache keeps hitting.
+
+The block cannot be broken out of or forged from either side:
+
+- a skill's name and body can neither close the block early nor open another
+  one: the ``<`` of every ``skill-context`` tag in them (in any case, with any
+  spacing) is written as ``&lt;``;
+- the opening tag carries the host's ``seal``, a secret the user does not
+  know, and a block is taken as the host's own only when it carries it: a
+  message that merely starts with ``<skill-context`` is the user's text.
 """
 
 from __future__ import annotations
 
+import functools
 import html
+import re
 
 from .limits import DEFAULT_MAX_SKILL_CHARS
 from .skills.parsing import strip_front_matter
 
 OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"
+NOTE = ("This skill was pre-loaded because it matches the user's message. "
+        "If it does not fit, call search_skills to find a better one.")
+_TAG_LOOKALIKE = re.compile(r"<(?=\s*/?\s*skill[\s_-]*context)", re.IGNORECASE)
 
 
 def skill_body(skill_markdown: str) -> str:
@@ -21,8 +35,13 @@ def skill_body(skill_markdown: str) -> str:
     return strip_front_matter(skill_markdown).strip("\n")
 
 
+def neutralise(text: str) -> str:
+    """``text`` with the ``<`` of every opening or closing skill-context tag written as ``&lt;``."""
+    return _TAG_LOOKALIKE.sub("&lt;", text)
+
+
 def cap_body(name: str, body: str, max_chars: int, omitted: int = 0) -> str:
-    """``body`` cut to at most ``max_chars`` at a line break, with a note on how to read the rest.
+    """``body`` in at most ``max_chars`` characters: cut at a clean boundary, ending with how to read the rest.
 
     ``omitted`` counts characters of the body already cut off after ``body``
     (a worker's answer clips very long bodies); the note counts them too.
@@ -30,25 +49,42 @@ def cap_body(name: str, body: str, max_chars: int, omitted: int = 0) -> str:
     total = len(body) + omitted
     if total <= max_chars:
         return body
-    cut = body.rfind("\n", 0, max_chars)
-    if cut < max_chars // 2:
-        cut = max_chars
-    return (
-        body[:cut].rstrip()
-        + f"\n\n[Skill truncated: {total - cut} more characters. Load the full skill with skill_view(\"{name}\").]"
-    )
+
+    def note(left: int) -> str:
+        return f"\n\n[Skill truncated: {left} more characters. Load the full skill with skill_view(\"{name}\").]"
+
+    kept = body[:_clean_cut(body, max(0, max_chars - len(note(total))))].rstrip()
+    return kept + note(total - len(kept))  # fewer characters left than ``total``: the note is no longer
 
 
-def skill_block(name: str, score: float, body: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS,
-                omitted: int = 0) -> str:
-    """The delimited block for a skill's ``body`` (see :func:`skill_body`), capped at ``max_chars``."""
-    return (
-        f'{OPEN_TAG} name="{html.escape(name, quote=True)}" score="{score:.2f}">\n'
-        "This skill was pre-loaded because it matches the user's message. "
-        "If it does not fit, call search_skills to find a better one.\n\n"
-        f"{cap_body(name, body, max_chars, omitted)}\n"
-        f"{CLOSE_TAG}\n\n"
-    )
+def _clean_cut(text: str, room: int) -> int:
+    """Where to cut ``text`` to keep at most ``room`` characters: a line break, else a space, else ``room``."""
+    if len(text) <= room:
+        return len(text)
+    for boundary in ("\n", " "):
+        cut = text.rfind(boundary, 0, room + 1)
+        if cut >= room // 2:
+            return cut
+    return room
+
+
+def opening_tag(name: str, score: float, seal: str) -> str:
+    return f'{OPEN_TAG} name="{html.escape(name, quote=True)}" score="{score:.2f}" seal="{seal}">'
+
+
+def skill_block(name: str, score: float, body: str, seal: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS,
+                omitted: int = 0, max_block_chars: int | None = None) -> str:
+    """The delimited block for a skill's ``body`` (see :func:`skill_body`).
+
+    The body, with its truncation note, takes at most ``max_chars``
+    characters, and the whole block at most ``max_block_chars`` when given
+    (a host that refuses longer text).
+    """
+    head = f"{opening_tag(name, score, seal)}\n{NOTE}\n\n"
+    tail = f"\n{CLOSE_TAG}\n\n"
+    if max_block_chars is not None:
+        max_chars = min(max_chars, max_block_chars - len(head) - len(tail))
+    return head + cap_body(neutralise(name), neutralise(body), max_chars, omitted) + tail
 
 
 def inject(original: str, block: str) -> str:
@@ -56,6 +92,16 @@ def inject(original: str, block: str) -> str:
     return block + original
 
 
-def is_injected(text: str) -> bool:
-    """True if ``text`` already starts with a skill block."""
-    return text.startswith(OPEN_TAG + " name=")
+@functools.lru_cache(maxsize=16)
+def _sealed_opening(seal: str) -> re.Pattern:
+    return re.compile(re.escape(OPEN_TAG) + r' name="[^"<>\n]*" score="\d+\.\d\d" seal="' + re.escape(seal) + '">')
+
+
+def is_injected(text: str, seal: str) -> bool:
+    """True if ``text`` starts with a block carrying ``seal``."""
+    return bool(seal) and _sealed_opening(seal).match(text) is not None
+
+
+def carries_block(text: str, seal: str) -> bool:
+    """True if a block carrying ``seal`` stands anywhere in ``text``."""
+    return bool(seal) and _sealed_opening(seal).search(text) is not None

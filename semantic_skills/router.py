@@ -18,7 +18,7 @@ import numpy as np
 
 from .embedders.base import Embedder
 from .embedders.factory import configured_identity, create_embedder, settings_for_identity
-from .errors import EmbedderMismatch
+from .errors import EmbedderMismatch, command
 from .gates import FLOOR, Gate, is_small_talk
 from .index.manifest import Manifest
 from .index.store import load_index, manifest_stamp
@@ -149,7 +149,7 @@ class SkillRouter:
         if have and have != want:
             raise EmbedderMismatch(
                 f"the embedder {self.embedder.identity.describe()} gives {have}-d vectors but the index in "
-                f"{self.index_dir} holds {want}-d ones; rebuild with: semantic-skills build --full"
+                f"{self.index_dir} holds {want}-d ones; rebuild with: {command('build --full')}"
             )
 
     # ------------------------------------------------------------------ reloading
@@ -263,6 +263,6 @@ def _check_same_space(manifest: Manifest, identity, index_dir: Path) -> None:
     if not manifest.embedder.same_space(identity):
         raise EmbedderMismatch(
             f"the index in {index_dir} was built with {manifest.embedder.describe()}, but the configured "
-            f"embedder is {identity.describe()}; rebuild with: semantic-skills build --full, "
+            f"embedder is {identity.describe()}; rebuild with: {command('build --full')}, "
             "or configure the embedder that built it"
         )

@@ -164,7 +164,18 @@ def test_route_json_explains_the_decision(indexed):
 
     small_talk = json.loads(cli("route", "--index-dir", index_dir, "--json", "thanks!").stdout)
     assert small_talk["skill"] is None and "small talk" in small_talk["reason"]
-    assert cli("route", "--index-dir", index_dir, PDF_QUERY).stdout.startswith("inject pdf-to-markdown (score ")
+    text = cli("route", "--index-dir", index_dir, PDF_QUERY).stdout.splitlines()
+    assert text[0].startswith("inject pdf-to-markdown (score ") and "similarity " in text[0]
+    assert text[1].startswith("(score ranks the skills: the similarity plus a small bonus")
+    assert "similarity (cosine" in text[1] and "is what the floor checks" in text[1]
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_search_with_an_empty_query_is_a_one_line_error(query):
+    result = cli("search", query)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.splitlines() == ['semantic-skills: error: QUERY is empty; describe the task in a few words, '
+                                          'for example: search "convert a PDF to markdown"']
 
 
 def test_route_and_search_leave_out_what_the_hermes_config_turns_off(indexed, _isolated_hermes_home):

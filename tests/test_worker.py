@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,18 @@ def test_bad_start_up_settings_are_one_line_and_a_non_zero_exit():
     assert done.returncode != 0 and done.stderr.strip().splitlines() == [
         "usage: python -m semantic_skills.worker STARTUP (the start-up settings as JSON): "
         "the start-up settings need an index_dir"]
+
+
+def test_a_relative_index_folder_is_the_one_in_the_hosts_working_directory(examples_index, tmp_path, monkeypatch):
+    """The worker runs in the package's folder: the index folder it is given must not be read from there."""
+    monkeypatch.chdir(tmp_path)
+    client = RouterClient(Path(os.path.relpath(examples_index, tmp_path)), restart_delays=(60,))
+    client.start()
+    try:
+        assert client.wait_ready(READY_SECONDS), client.status.detail
+        assert client.route(PDF, (), 60).data["skill"] == "pdf-to-markdown"
+    finally:
+        client.close()
 
 
 def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(examples_index):

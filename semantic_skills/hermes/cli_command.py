@@ -1,27 +1,46 @@
-"""``hermes semantic-skills ...``: the plugin's own command line, run with Hermes' Python."""
+"""``hermes semantic-skills ...``: the plugin's own command line, run with Hermes' Python.
+
+Hermes gives the command an argparse parser of its own, whose ``--help``
+would describe only that wrapper; :func:`setup` hands ``-h``/``--help`` to the
+plugin's command line instead, so ``hermes semantic-skills --help`` lists the
+plugin's commands.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 
-from ..worker.launch import worker_environment
-from .runtime import current_runtime
+from ..errors import COMMAND_ENV
+from ..worker.launch import isolated_command
 
 NAME = "semantic-skills"
-HELP = "Build and inspect the semantic skill index (build, status, search, route)"
+HERMES_COMMAND = f"hermes {NAME}"
+HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
 
 
 def setup(parser: argparse.ArgumentParser) -> None:
+    parser.conflict_handler = "resolve"  # a group made now resolves clashes: its -h/--help replaces the wrapper's
+    plugin = parser.add_argument_group("semantic-skills")
+    plugin.add_argument("-h", "--help", action="store_true", dest="plugin_help",
+                        help="show the plugin's commands and options")
     parser.add_argument("arguments", nargs=argparse.REMAINDER,
-                        help="arguments for semantic-skills, for example: build, status, search QUERY")
+                        help="a semantic-skills command and its arguments, for example: doctor, build, status")
 
 
 def run(args: argparse.Namespace) -> None:
-    """Run ``python -m semantic_skills ARGUMENTS`` and exit with its status."""
+    """Run the plugin's command line with ``args`` in an isolated child of this Python, and exit with its status.
+
+    The child keeps the user's working directory (relative paths in the
+    arguments mean what the user typed) but imports nothing from it.
+    """
+    from .runtime import current_runtime
+
     runtime = current_runtime()
     if runtime is not None:
         runtime.client.close()  # this process only runs a command: no routing worker needed
-    command = [sys.executable, "-m", "semantic_skills", *(args.arguments or ["--help"])]
-    sys.exit(subprocess.call(command, env=worker_environment()))
+    arguments = ["--help"] if getattr(args, "plugin_help", False) else (args.arguments or ["--help"])
+    command = isolated_command(sys.executable, "semantic_skills", *arguments)
+    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND}))

@@ -65,8 +65,7 @@ def observe_prompt_build(arguments: dict, home: Path) -> None:
     tools, toolsets = arguments.get("available_tools"), arguments.get("available_toolsets")
     if tools is None and toolsets is None:
         return
-    override = arguments.get("skills_dir_override")  # Hermes 0.21 names the agent's own home
-    key = (str(Path(override).parent if override else home), current_platform())
+    key = (str(home), current_platform())
     with _tool_views_lock:
         _tool_views[key] = (frozenset(tools or ()), frozenset(toolsets or ()))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 
 from ..gates import is_small_talk
-from ..injection import OPEN_TAG, inject, is_injected, skill_block
+from ..injection import carries_block, inject, is_injected, skill_block
 from ..limits import MAX_MESSAGE_CHARS
 from ..worker.pending import result_within
 from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply
@@ -32,7 +32,6 @@ from .gateway_state import authorized, awaiting_answer
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
 
-INJECTION_MARK = OPEN_TAG + " name="
 SKILL_MANAGE = "skill_manage"
 
 
@@ -51,7 +50,7 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
                        session_key=session_key, session_id=_peek_session_id(session_store, session_key),
                        text=text[:MAX_MESSAGE_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
-    rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text) else None
+    rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text, rt.seal) else None
     rt.turns.record(turn)
     return rewrite
 
@@ -78,7 +77,7 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
     answer = _routed_skill(rt, reply)
     if answer and rt.injected.claim(gateway_session(turn.session_key, turn.session_id), answer["skill"]):
         turn.outcome, turn.skill = INJECTED, answer["skill"]
-        turn.block = _block(answer, settings.max_skill_chars)
+        turn.block = _block(rt, answer)
         return {"action": "rewrite", "text": inject(text, turn.block)}
     return None
 
@@ -92,10 +91,11 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
     turns = rt.turns.take(platform, sender_id, session_id, user_message)
     if turns:
         return _finish_gateway_turns(rt, turns, session_id, user_message)
-    if rt.turns.is_gateway_session(session_id) or INJECTION_MARK in user_message or is_small_talk(user_message):
-        return None  # the gateway hook already decided, or the turn carries a skill, or needs none
+    if (rt.turns.is_gateway_session(session_id) or carries_block(user_message, rt.seal)
+            or is_small_talk(user_message)):
+        return None  # the gateway hook already decided, or the turn carries our block, or needs none
     answer = _routed_skill(rt, _route(rt, user_message, platform))
-    return _context(rt, answer, agent_session(session_id or ""), rt.context_chars())
+    return _context(rt, answer, agent_session(session_id or ""))
 
 
 def on_session_reset(rt: PluginRuntime, session_id=None, old_session_id=None, new_session_id=None, **_) -> None:
@@ -123,7 +123,7 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
             rt.injected.forget(gateway_session(turn.session_key, None))
     injected = [turn for turn in turns if turn.outcome == INJECTED]
     if injected:
-        if INJECTION_MARK in user_message:
+        if carries_block(user_message, rt.seal):
             return None
         return {"context": injected[0].block}  # another plugin's rewrite replaced ours
     for turn in turns:
@@ -137,19 +137,10 @@ def _late_context(rt: PluginRuntime, turn: GatewayTurn, session: str) -> dict | 
     """The context for a gateway turn whose answer came late, or that was not routed while the worker warmed up."""
     if turn.outcome == PENDING:
         answer = _routed_skill(rt, result_within(turn.decision, rt.settings().warmup_wait_seconds))
-        return _context(rt, answer, session, _late_chars(rt, answer))
+        return _context(rt, answer, session)
     if turn.outcome == DEFERRED:
-        return _context(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform)), session, rt.context_chars())
+        return _context(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform)), session)
     return None
-
-
-def _late_chars(rt: PluginRuntime, answer: dict | None) -> int:
-    """A late gateway answer keeps the gateway's cap, unless that block is longer than Hermes takes as context."""
-    gateway_chars = rt.settings().max_skill_chars
-    limit = rt.context_block_limit()
-    if answer and limit and len(_block(answer, gateway_chars)) > limit:
-        return rt.context_chars()
-    return gateway_chars
 
 
 def _route(rt: PluginRuntime, text: str, platform: str) -> Reply:
@@ -161,9 +152,9 @@ def _route(rt: PluginRuntime, text: str, platform: str) -> Reply:
                            wait_ready=settings.warmup_wait_seconds, inactive_environments=offer.inactive_environments)
 
 
-def _context(rt: PluginRuntime, answer: dict | None, session: str, max_chars: int) -> dict | None:
+def _context(rt: PluginRuntime, answer: dict | None, session: str) -> dict | None:
     if answer and rt.injected.claim(session, answer["skill"]):
-        return {"context": _block(answer, max_chars)}
+        return {"context": _block(rt, answer)}
     return None
 
 
@@ -177,15 +168,21 @@ def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
     return reply.data if isinstance(skill, str) and skill and isinstance(body, str) else None
 
 
-def _block(answer: dict, max_chars: int) -> str:
-    return skill_block(answer["skill"], float(answer.get("score") or 0.0), answer["body"], max_chars,
-                       int(answer.get("omitted") or 0))
+def _block(rt: PluginRuntime, answer: dict) -> str:
+    """The sealed block for a worker's answer: the same bytes on the gateway and the ``pre_llm_call`` paths.
+
+    Capped at ``max_skill_chars`` and at what Hermes passes on as hook context
+    unchanged, so the block is never replaced by Hermes' preview.
+    """
+    return skill_block(answer["skill"], float(answer.get("score") or 0.0), answer["body"], rt.seal,
+                       rt.settings().max_skill_chars, int(answer.get("omitted") or 0), rt.block_limit())
 
 
-def _wants_routing(text: str) -> bool:
-    """False for what must reach Hermes untouched or needs no skill."""
+def _wants_routing(text: str, seal: str) -> bool:
+    """False for what must reach Hermes untouched, already carries our block, or needs no skill."""
     stripped = text.lstrip()
-    return bool(stripped) and not stripped.startswith("/") and not is_injected(stripped) and not is_small_talk(text)
+    return (bool(stripped) and not stripped.startswith("/") and not is_injected(stripped, seal)
+            and not is_small_talk(text))
 
 
 def _session_key(gateway, source) -> str | None:

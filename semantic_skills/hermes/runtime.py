@@ -21,28 +21,31 @@ from typing import Any, Callable
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
+from .cli_command import HERMES_COMMAND
 from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings
 from .dedupe import InjectedSkills
 from .eligibility import Eligibility, Offer
+from .seal import home_seal
 from .turns import TurnLedger
 
 LOCAL_ROUTE_TIMEOUT_MS = 24  # with ~0.5 ms of hook work, keeps the hook within its 25 ms p99 target
 REMOTE_ROUTE_TIMEOUT_MS = 200
 AGENT_ANSWER_TIMEOUT_SECONDS = 5.0
-CONTEXT_BLOCK_OVERHEAD = 1000  # delimiters, notes and name around a skill body
 
 _plugin_config: Callable[[str, Any], Any] | None = None  # Hermes' ctx.get_config, where it has one
 
 
 class PluginRuntime:
-    """Settings, the routing client, the dedupe store and the gateway turn ledger."""
+    """Settings, the home's seal, the routing client, the dedupe store and the gateway turn ledger."""
 
     def __init__(self, home: Path):
         self.home = home
         self.log_once = OnceLogger()
+        self.seal = home_seal(home)
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
-        self.client = RouterClient(index_dir(settings, home), settings.embedder)
+        self._block_limit = hook_context_limit()
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND)
         self.injected = InjectedSkills(home / "semantic-skills" / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
@@ -66,6 +69,7 @@ class PluginRuntime:
             return self._settings
         settings = self._parse(config)
         self._settings_source, self._settings = config, settings
+        self._block_limit = hook_context_limit()
         self.injected.max_sessions = settings.dedupe_max_sessions
         self.injected.ttl_seconds = settings.dedupe_ttl_seconds
         self.client.configure(index_dir(settings, self.home), settings.embedder)
@@ -86,27 +90,10 @@ class PluginRuntime:
             ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.status.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
         return ms / 1000.0
 
-    def context_block_limit(self) -> int | None:
-        """The longest skill block ``pre_llm_call`` may return, if Hermes imposes one.
-
-        Hermes writes hook context longer than ``hooks.output_spill.max_chars`` to
-        a file and shows the model only a preview.
-        """
-        try:
-            from tools.hook_output_spill import get_spill_config
-
-            spill = get_spill_config()
-            return int(spill["max_chars"]) if spill.get("enabled") else None
-        except Exception:  # noqa: BLE001 - another Hermes version: no known limit
-            return None
-
-    def context_chars(self) -> int:
-        """The body cap for a skill handed back as ``pre_llm_call`` context."""
-        limit = self.settings().max_skill_chars
-        block_limit = self.context_block_limit()
-        if block_limit is not None:
-            limit = min(limit, block_limit - CONTEXT_BLOCK_OVERHEAD)
-        return max(500, limit)
+    def block_limit(self) -> int | None:
+        """The longest skill block, whichever path carries it (see :func:`hook_context_limit`)."""
+        self.settings()  # re-reads the limit too when config.yaml changed
+        return self._block_limit
 
     def offer(self, platform: str) -> Offer:
         """What a message on ``platform`` may be routed to (see eligibility.py)."""
@@ -130,6 +117,22 @@ class PluginRuntime:
         self.closed = True
         self.client.close()
         self.injected.close()
+
+
+def hook_context_limit() -> int | None:
+    """The longest ``pre_llm_call`` context Hermes passes on as it is, if it has such a limit.
+
+    Hermes replaces hook context longer than ``hooks.output_spill.max_chars``
+    with a short preview and a file path. Gateway blocks keep the same limit,
+    so a skill arrives with the same bytes on either path.
+    """
+    try:
+        from tools.hook_output_spill import get_spill_config
+
+        spill = get_spill_config()
+        return int(spill["max_chars"]) if spill.get("enabled") else None
+    except Exception:  # noqa: BLE001 - a Hermes without this limit
+        return None
 
 
 _runtimes: dict[Path, PluginRuntime] = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 from ..injection import cap_body
@@ -31,12 +30,7 @@ SCHEMA = {
     },
 }
 
-BUILD_HINT = "build it with: hermes semantic-skills build (or semantic-skills build), then try again"
-
-
-def dependencies_installed() -> bool:
-    """``check_fn``: the routing worker's libraries are installed in this Python (nothing is imported)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("numpy", "faiss"))
+BUILD_HINT = "build it with: hermes semantic-skills build, then try again"
 
 
 def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
@@ -62,7 +56,8 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         if reply.status == INDEX_MISSING:
             return _error(INDEX_MISSING, f"there is no skill index yet; {BUILD_HINT}")
         if not reply.ok:
-            return _error(reply.status, reply.error or "skill search is unavailable right now")
+            return _error(reply.status, reply.error or "skill search is unavailable right now; check with: "
+                                                       "hermes semantic-skills doctor")
         return json.dumps({"query": query, "results": reply.data.get("results", []),
                            "best": _best(reply.data.get("best"), settings.max_tool_chars)}, ensure_ascii=False)
     except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise

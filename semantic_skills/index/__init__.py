@@ -14,3 +14,5 @@ never a mix, and a crashed build leaves the old index in place.
 reads and publishes the files under the build lock, and ``diff`` compares the
 skills on disk with an index.
 """
+
+MANIFEST = "manifest.json"  # here, not in manifest.py, so it can be named without importing numpy

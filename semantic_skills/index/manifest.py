@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..embedders.base import EmbedderIdentity
-from ..errors import IndexCorrupt, IndexMissing
+from ..errors import IndexCorrupt, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
 from ..skills.parsing import CONDITION_KEYS, Skill
+from . import MANIFEST
 
 FORMAT = "semantic-skills-index"
 FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def _conditions(raw) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
 
 def fix_hint(index_dir: Path) -> str:
     """How to repair a broken index, for the end of an error message."""
-    return f"rebuild it with: semantic-skills build --full --index-dir {index_dir}"
+    return f"rebuild it with: {command('build --full --index-dir ' + str(index_dir))}"
 
 
 def read_manifest(index_dir: Path) -> Manifest:
@@ -166,7 +166,7 @@ def read_manifest(index_dir: Path) -> Manifest:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise IndexMissing(
-            f"no skill index in {index_dir}; build one with: semantic-skills build --index-dir {index_dir}"
+            f"no skill index in {index_dir}; build one with: {command('build --index-dir ' + str(index_dir))}"
         ) from None
     except OSError as exc:
         raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from None

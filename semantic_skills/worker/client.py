@@ -41,17 +41,22 @@ class RouterClient:
     restarts it when they change), is restarted with backoff if it dies or
     holds a request longer than ``stall_seconds``, and is stopped by
     :meth:`close` (or when this process exits, because its stdin closes).
+    ``cli_command`` is how the host's user runs this package's command line,
+    for the fixes that messages name. A worker that exits twice in a row is
+    reported as failed (requests then fail at once instead of waiting for it)
+    until a restart comes up.
     """
 
     def __init__(self, index_dir: Path, embedder: EmbedderSettings = EmbedderSettings(),
                  python: str = sys.executable, restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
-                 stall_seconds: float = STALL_SECONDS):
+                 stall_seconds: float = STALL_SECONDS, cli_command: str = "semantic-skills"):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
         self._python = python
         self._restart_delays = restart_delays
         self._stall_seconds = stall_seconds
         self._log_once = OnceLogger()
+        self._cli_command = cli_command
         self._lock = threading.Lock()
         self.status = WorkerStatus()
         self._stop = threading.Event()
@@ -112,10 +117,12 @@ class RouterClient:
             if process is None:
                 code, reason = None, "could not start"
             else:
-                threading.Thread(target=self._read_stderr, args=(process,), name="semantic-skills-stderr",
-                                 daemon=True).start()
+                stderr = threading.Thread(target=self._read_stderr, args=(process,), name="semantic-skills-stderr",
+                                          daemon=True)
+                stderr.start()
                 self._read_stdout(process)
                 code = process.wait()
+                stderr.join(timeout=1.0)  # its last lines say why it exited
                 reason = f"exited with code {code}"
             self._on_worker_gone()
             if self._stop.is_set():
@@ -126,17 +133,27 @@ class RouterClient:
                 failures = 0
             delay = self._restart_delays[min(failures, len(self._restart_delays) - 1)]
             failures += 1
-            tail = " | ".join(self._stderr_tail) if process is not None else ""
-            self._log_once(logging.WARNING, f"the routing worker {reason}{': ' + tail if tail else ''}; "
-                                            f"restarting it in {delay} s")
+            self._report_exit(reason, process is not None, failures)
             self._wake.wait(delay)
+
+    def _report_exit(self, reason: str, launched: bool, failures: int) -> None:
+        """Say once (per distinct cause) that the worker is gone and how to look into it; fail requests
+        at once from the second exit in a row."""
+        tail = " | ".join(self._stderr_tail) if launched else ""
+        detail = (f"the routing worker {reason}{': ' + tail if tail else ''}; messages are not routed until it "
+                  f"runs; check with: {self._cli_command} doctor")
+        if failures >= 2:
+            self.status.update(FAILED, detail)
+        else:
+            self.status.update(STARTING, detail)
+        self._log_once(logging.WARNING, f"{detail} (it is restarted with backoff)")
 
     def _launch(self) -> subprocess.Popen | None:
         self._stderr_tail = collections.deque(maxlen=3)
         with self._lock:
             settings = (self.index_dir, self.embedder)
         try:
-            process = launch(self._python, Startup(str(settings[0]), settings[1]))
+            process = launch(self._python, Startup(str(settings[0]), settings[1]), self._cli_command)
         except OSError as exc:
             self._log_once(logging.WARNING, f"cannot start the routing worker ({exc})")
             return None

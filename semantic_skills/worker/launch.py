@@ -1,12 +1,40 @@
-"""Starting a child Python that imports this package: the routing worker, or the plugin's command line."""
+"""Starting a child Python that runs this package: the routing worker, or the plugin's command line.
+
+The child must run this very package and nothing its surroundings plant: a
+module named ``inspect.py`` or ``json.py`` in the host's working directory, or
+a folder on ``PYTHONPATH``, would otherwise be imported in its place. So the
+child runs with ``-E`` (no ``PYTHON*`` variables) and ``-P`` (neither the
+current folder nor a script's folder goes on ``sys.path``), and a short
+bootstrap loads the package from the folder this file is in, which also works
+when the plugin is a plain folder that was never pip-installed. Unlike
+``-I``, this keeps a ``pip install --user`` site, which belongs to the same
+user as the process.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from pathlib import Path
 
+from ..errors import COMMAND_ENV
 from .protocol import Startup
+
+PACKAGE_FOLDER = Path(__file__).resolve().parents[1]
+ISOLATED = ("-E", "-P")
+# Loads the package from an exact folder (argv[1]) and runs one of its modules
+# (argv[2]) as __main__ with the remaining arguments.
+BOOTSTRAP = (
+    "import importlib.util, runpy, sys\n"
+    "folder, module = sys.argv[1], sys.argv[2]\n"
+    "del sys.argv[1:3]\n"
+    "spec = importlib.util.spec_from_file_location('semantic_skills', folder + '/__init__.py',"
+    " submodule_search_locations=[folder])\n"
+    "package = sys.modules['semantic_skills'] = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(package)\n"
+    "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
+)
 
 # The worker embeds one short query at a time, so numpy, torch and onnxruntime
 # run single-threaded there: a second thread saves little on such small inputs
@@ -15,27 +43,24 @@ from .protocol import Startup
 WORKER_THREAD_LIMITS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def worker_environment() -> dict[str, str]:
-    """The environment for a child Python that must import this package.
+def isolated_command(python: str, module: str, *arguments: str) -> list[str]:
+    """``python`` running ``module`` of this package as ``__main__``, shielded from the cwd and PYTHONPATH."""
+    return [python, *ISOLATED, "-c", BOOTSTRAP, str(PACKAGE_FOLDER), module, *arguments]
 
-    The package's parent folder goes first on ``PYTHONPATH``, so a plugin
-    loaded as a plain folder (not pip-installed) works too.
+
+def launch(python: str, startup: Startup, cli_command: str = "semantic-skills") -> subprocess.Popen:
+    """Start the routing worker with ``startup``, its pipes open; raises OSError.
+
+    It runs in this package's folder (the host's working directory may hold
+    anything), so a relative index folder is made absolute first; in its own
+    session so a signal meant for the host's terminal does not reach it; and
+    exits when its stdin closes. ``cli_command`` is how the host's user runs
+    this package's command line; the worker's messages name it in their fixes.
     """
-    env = dict(os.environ)
-    package_parent = str(Path(__file__).resolve().parents[2])
-    current = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = package_parent + (os.pathsep + current if current else "")
-    return env
-
-
-def launch(python: str, startup: Startup) -> subprocess.Popen:
-    """Start ``python -m semantic_skills.worker`` with ``startup``, its pipes open; raises OSError.
-
-    It runs in its own session, so a signal meant for the host's terminal
-    does not reach it; it exits when its stdin closes.
-    """
+    startup = dataclasses.replace(startup, index_dir=os.path.abspath(startup.index_dir))
     return subprocess.Popen(
-        [python, "-m", "semantic_skills.worker", startup.to_json()],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**worker_environment(), **WORKER_THREAD_LIMITS}, start_new_session=True, close_fds=True,
+        isolated_command(python, "semantic_skills.worker", startup.to_json()),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PACKAGE_FOLDER,
+        env={**os.environ, **WORKER_THREAD_LIMITS, COMMAND_ENV: cli_command}, start_new_session=True,
+        close_fds=True,
     )

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..errors import BuildLocked, first_line
+from ..errors import BuildLocked, command, first_line
 
 REBUILD_DELAY_SECONDS = 0.5  # quiet time after the last request before building
 LOCKED_RETRY_SECONDS = 5.0
@@ -61,7 +61,7 @@ class Rebuilder:
                 attempts += 1
                 if attempts >= LOCKED_ATTEMPTS:
                     self._log("warning", f"gave up re-indexing {self.index_dir}: another build kept it locked; "
-                                         "run: semantic-skills build")
+                                         f"run: {command('build')}")
                     break
                 time.sleep(self._locked_retry)
 

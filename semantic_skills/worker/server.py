@@ -19,9 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import first_line
+from ..errors import command, first_line
 from ..files import file_stamp
 from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
+from ..requirements import dependency_fix
 from . import protocol
 from .protocol import FAILED, LOADING, READY, STARTING, WAITING_FOR_INDEX, Startup
 from .rebuild import Rebuilder
@@ -66,7 +67,7 @@ class RoutingWorker:
             stamp = manifest_stamp(self.index_dir)
             if stamp is None and self._router is None:
                 self._set_state(WAITING_FOR_INDEX,
-                                f"no skill index in {self.index_dir}; build one with: semantic-skills build")
+                                f"no skill index in {self.index_dir}; build one with: {command('build')}")
             elif stamp != failed_stamp:
                 try:
                     self._open_or_reload()
@@ -76,9 +77,8 @@ class RoutingWorker:
                     if self._router is not None:
                         self._log("warning", f"kept the previous index: {first_line(exc)}")
                     elif isinstance(exc, ImportError):
-                        self._set_state(FAILED, f"a dependency is missing ({first_line(exc)}); install the plugin "
-                                                f"into this Python with: {sys.executable} -m pip install -e "
-                                                "<plugin folder>")
+                        module = getattr(exc, "name", None) or first_line(exc)
+                        self._set_state(FAILED, dependency_fix(module, self.startup.embedder.backend))
                         return
                     else:
                         self._set_state(FAILED, first_line(exc))

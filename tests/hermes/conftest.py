@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -e '.[test]')")
+pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -r requirements-dev.txt)")
 
 from hermes_testkit import (  # noqa: E402
     EXAMPLE_SKILLS,
@@ -22,6 +22,7 @@ from hermes_testkit import (  # noqa: E402
     Gateway,
     HermesHome,
     build_index,
+    forbid_runtime_installs,
     run_hermes,
     snapshot_checkout,
     write_settings,
@@ -40,6 +41,7 @@ def hermes_home(tmp_path_factory, plugin_checkout) -> HermesHome:
     shutil.copytree(EXAMPLE_SKILLS, home / "skills")
     installed = run_hermes(home, "plugins", "install", plugin_checkout.as_uri(), "--enable")
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    forbid_runtime_installs(home)
     # A generous gateway budget makes the gateway path deterministic on a loaded machine;
     # the late path (answer after the budget) has its own test.
     write_settings(home, index_dir=str(home / "skills_index"), route_timeout_ms=10000)

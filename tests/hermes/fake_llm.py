@@ -96,6 +96,20 @@ class FakeChatServer:
         return Handler
 
 
+def make_agent(llm: FakeChatServer, session_id: str, platform: str = "cli", user_id: str | None = None):
+    """A real Hermes ``AIAgent`` whose model is ``llm``."""
+    from run_agent import AIAgent
+
+    return AIAgent(base_url=llm.base_url, api_key="sk-test", model="fake-model", quiet_mode=True,
+                   skip_context_files=True, skip_memory=True, session_id=session_id, platform=platform,
+                   user_id=user_id, max_iterations=4)
+
+
+def last_user_content(request: dict) -> str:
+    """The text of the last user message a chat request sent to the model."""
+    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
+
+
 def _message(answer: dict) -> tuple[dict, str]:
     if "tool" in answer:
         call = {"id": f"call_{int(time.time() * 1e6)}", "type": "function",

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +33,39 @@ def subprocess_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_hermes(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the real ``hermes`` command line with ``home`` as its Hermes home."""
+def run_hermes(home: Path, *args: str, timeout: float = 120, hermes: Path = HERMES,
+               cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the real ``hermes`` command line (``hermes``: its script) with ``home`` as its Hermes home."""
     env = dict(subprocess_env(home), COLUMNS="200")
     env.pop("PYTHONPATH")  # Hermes must find the plugin the way a user's Hermes does
-    return subprocess.run([str(HERMES), *args], env=env, capture_output=True, text=True,
+    return subprocess.run([str(hermes), *args], env=env, capture_output=True, text=True, cwd=cwd,
                           stdin=subprocess.DEVNULL, timeout=timeout)
+
+
+def python_without(root: Path, hidden: tuple[str, ...]) -> Path:
+    """A venv under ``root`` (a ``python`` and a ``hermes`` in its ``bin``) that sees this venv's packages
+    except those whose folder or metadata name starts with one of ``hidden``.
+
+    Links to the packages stand in a folder a ``.pth`` file names, so they are
+    importable as they are here; hidden ones are simply absent, as for a user
+    who never installed them.
+    """
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    packages = Path(sysconfig.get_paths()["purelib"])
+    visible = root / "site-packages"
+    visible.mkdir()
+    for entry in packages.iterdir():
+        if not entry.name.lower().startswith(hidden) and entry.suffix != ".pth":
+            (visible / entry.name).symlink_to(entry)
+    own = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                               "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    (own / "visible.pth").write_text(f"{visible}\n")
+    script = venv / "bin" / "hermes"
+    script.write_text(f"#!{venv / 'bin' / 'python'}\nimport sys\nfrom hermes_cli.main import main\n"
+                      "sys.exit(main())\n")
+    script.chmod(0o755)
+    return venv / "bin"
 
 
 def build_index(home: Path, *args: str) -> subprocess.CompletedProcess:
@@ -72,14 +100,32 @@ def git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+# Hermes pip-installs a missing optional backend the first time something asks for it: building an
+# AIAgent runs every tool's check, and the tts tool's check asks for edge-tts. A test home forbids it
+# with Hermes' own switch, so no test installs a package at run time.
+NO_RUNTIME_INSTALLS = {"security": {"allow_lazy_installs": False}}
+
+
 def write_settings(home: Path, **settings) -> None:
     """Set ``plugins.entries.semantic-skills.settings`` in ``home``'s config.yaml."""
-    path = home / "config.yaml"
-    config = yaml.safe_load(path.read_text()) if path.exists() else {}
-    config = config or {}
+    config = _read_config(home)
     entries = config.setdefault("plugins", {}).setdefault("entries", {})
     entries.setdefault(PLUGIN, {})["settings"] = settings
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    _write_config(home, config)
+
+
+def forbid_runtime_installs(home: Path) -> None:
+    """Set ``security.allow_lazy_installs: false`` in ``home``'s config.yaml (see NO_RUNTIME_INSTALLS)."""
+    _write_config(home, {**_read_config(home), **NO_RUNTIME_INSTALLS})
+
+
+def _read_config(home: Path) -> dict:
+    path = home / "config.yaml"
+    return (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+
+
+def _write_config(home: Path, config: dict) -> None:
+    (home / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 @dataclass

@@ -12,7 +12,7 @@ import yaml
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
 
-from fake_llm import FakeChatServer
+from fake_llm import FakeChatServer, last_user_content, make_agent
 from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
@@ -48,18 +48,6 @@ def llm():
         yield server
 
 
-def make_agent(llm: FakeChatServer, session_id: str, platform: str = "cli", user_id: str | None = None):
-    from run_agent import AIAgent
-
-    return AIAgent(base_url=llm.base_url, api_key="sk-test", model="fake-model", quiet_mode=True,
-                   skip_context_files=True, skip_memory=True, session_id=session_id, platform=platform,
-                   user_id=user_id, max_iterations=4)
-
-
-def last_user_content(request: dict) -> str:
-    return [m for m in request["messages"] if m["role"] == "user"][-1]["content"]
-
-
 def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm, runtime, hermes_home):
     start = len(llm.chat_requests())
     agent = make_agent(llm, "stable-session-1")
@@ -81,7 +69,7 @@ def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm,
     systems = {request["messages"][0]["content"] for request in requests}
     assert len(systems) == 1
     system = systems.pop()
-    assert COMPACT_SKILLS_PROMPT in system and "<available_skills>" not in system
+    assert COMPACT_SKILLS_PROMPT.format(seal=runtime.seal) in system and "<available_skills>" not in system
 
     first_turn = last_user_content(requests[0])
     assert first_turn.startswith(DOCKER + "\n\n<skill-context name=\"docker-compose-debug\"")
@@ -108,6 +96,28 @@ def test_a_skill_the_agent_writes_is_injected_from_the_next_message_with_no_buil
     llm.reply_text("Deleted it.")
     make_agent(llm, "deletes-a-skill").run_conversation("Please delete the bonsai skill again.")
     assert wait_until(lambda: runtime.client.status.skills == before, timeout=120), runtime.client.status.skills
+
+
+def test_an_agent_turn_installs_no_package(llm, runtime, monkeypatch):
+    """Building an AIAgent runs every tool's check; the tts tool's asks Hermes for edge-tts, which Hermes
+    pip-installs when missing unless the home forbids it, as every test home does (NO_RUNTIME_INSTALLS)."""
+    import model_tools
+    import tools.lazy_deps as lazy_deps
+    import tools.registry as registry
+
+    asked, installs = [], []
+    ensure = lazy_deps.ensure
+    monkeypatch.setattr(lazy_deps, "ensure", lambda feature, **kw: asked.append(feature) or ensure(feature, **kw))
+    monkeypatch.setattr(lazy_deps, "feature_missing", lazy_deps.feature_specs)  # every optional backend missing
+    monkeypatch.setattr(lazy_deps, "_venv_pip_install", lambda specs, **_: installs.append(specs))
+    for cache in ("_check_fn_cache", "_check_fn_last_good"):  # so the checks run again for this agent
+        monkeypatch.setattr(registry, cache, {})
+    monkeypatch.setattr(model_tools, "_tool_defs_cache", {})
+    llm.reply_text("Hello!")
+
+    make_agent(llm, "installs-nothing").run_conversation("Hello there, how are you today?")
+
+    assert "tts.edge" in asked and installs == []
 
 
 def test_search_skills_dispatches_through_the_tool_registry(llm, runtime):

@@ -6,10 +6,11 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import yaml
 
-from hermes_testkit import PLUGIN, REPO, git, run_hermes, subprocess_env
+from hermes_testkit import HERMES, PLUGIN, REPO, git, run_hermes, subprocess_env
 
 HOOKS = {"pre_gateway_dispatch", "pre_llm_call", "on_session_reset"}
 
@@ -19,9 +20,26 @@ def test_install_enables_the_plugin_and_shows_the_next_steps(hermes_home):
     assert (installed / "plugin.yaml").is_file() and (installed / "after-install.md").is_file()
     config = yaml.safe_load((hermes_home.path / "config.yaml").read_text())
     assert PLUGIN in config["plugins"]["enabled"]
-    for step in ("pip install -e ~/.hermes/plugins/semantic-skills", "hermes semantic-skills build",
-                 "hermes gateway restart"):
+    assert "allow_tool_override" not in config["plugins"].get("entries", {}).get(PLUGIN, {})  # never asked
+    for step in ('pip install -e "$PLUGIN"', 'PLUGIN="${HERMES_HOME:-$HOME/.hermes}/plugins/semantic-skills"',
+                 "--index-url \"$CPU_TORCH\"", "hermes semantic-skills build", "hermes semantic-skills doctor",
+                 "Only if you run a gateway", "--no-allow-tool-override"):
         assert step in hermes_home.install_output
+    assert "~/.hermes/plugins/semantic-skills" not in hermes_home.install_output
+
+
+def test_after_install_commands_fit_the_panel_and_find_this_homes_plugin(hermes_home):
+    text = (REPO / "after-install.md").read_text(encoding="utf-8")
+    commands = [line for block in text.split("```bash\n")[1:] for line in block.split("```")[0].splitlines()]
+    assert commands and all(len(line) <= 74 for line in commands)  # Hermes shows them in an 80-column panel
+    assignments = [line for line in commands if line.startswith(("HERMES_PY=", "PLUGIN="))]
+    script = "\n".join(assignments + ['printf "%s\\n%s" "$HERMES_PY" "$PLUGIN"'])
+    env = {"PATH": f"{HERMES.parent}:/usr/bin:/bin", "HOME": "/nonexistent", "HERMES_HOME": str(hermes_home.path)}
+    python, plugin = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                                    check=True).stdout.splitlines()
+
+    assert Path(python) == HERMES.parent / "python" and Path(python).exists()  # the venv's own interpreter
+    assert Path(plugin) == hermes_home.path / "plugins" / PLUGIN and Path(plugin, "pyproject.toml").is_file()
 
 
 def test_plugin_manager_loads_both_hooks_and_the_tool(plugin_manager):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -9,12 +10,15 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from semantic_skills.hermes import hooks, tool
+from semantic_skills.hermes import runtime as runtime_module
 from semantic_skills.hermes.runtime import PluginRuntime
+from semantic_skills.worker.client import RouterClient
 from semantic_skills.worker.protocol import FAILED, WAITING_FOR_INDEX
 
 from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
@@ -64,6 +68,8 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
         rt.close()
 
     assert warnings_after_three and semantic_warnings(caplog) == warnings_after_three
+    assert warnings_after_three == [f"semantic-skills: no skill index in {index_dir}; build one with: "
+                                    "hermes semantic-skills build"]  # the command a Hermes user runs
     assert found["status"] == "index_missing" and "hermes semantic-skills build" in found["error"]
     assert later["context"].startswith('<skill-context name="docker-compose-debug"')
 
@@ -88,7 +94,7 @@ def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes
             publish(good)
 
     assert all(a.ok and a.data["skill"] == "docker-compose-debug" for a in answers)
-    assert len(reported()) == 1 and "rebuild it with: semantic-skills build --full" in reported()[0]
+    assert len(reported()) == 1 and "rebuild it with: hermes semantic-skills build --full" in reported()[0]
 
 
 def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
@@ -171,3 +177,36 @@ def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_r
     assert refused is None and "the configured embedder is onnx" in refusal
     assert len({first_worker, onnx_worker, last_worker}) == 3
     assert routed["context"].startswith('<skill-context name="docker-compose-debug"')
+
+
+CRASHING_PYTHON = ("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                   "echo 'ImportError: planted inspect.py' >&2\nexit 1\n")
+
+
+def test_a_worker_that_keeps_exiting_is_said_once_with_the_way_to_look_into_it(tmp_path, monkeypatch, caplog):
+    python = tmp_path / "python"  # an interpreter that dies at start, as the worker did on a planted module
+    python.write_text(CRASHING_PYTHON)
+    python.chmod(0o755)
+    monkeypatch.setattr(runtime_module, "RouterClient",
+                        functools.partial(RouterClient, python=str(python), restart_delays=(0.2,)))
+    home = tmp_path / "home"
+    home.mkdir()
+    rt = PluginRuntime(home)
+    try:
+        with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+            rt.start()
+            assert wait_until(lambda: rt.client.status.state == FAILED, timeout=30)
+            started = time.monotonic()
+            routed = hooks.pre_llm_call(rt, session_id="s", user_message=DOCKER, platform="cli", sender_id="")
+            unrouted_in = time.monotonic() - started
+            answer = json.loads(tool.search_skills(rt, {"query": "pdf to markdown"}))
+            wait_until(lambda: False, timeout=1.5)  # a few more restarts and exits
+    finally:
+        rt.close()
+
+    assert routed is None and unrouted_in < rt.settings().warmup_wait_seconds  # no warm-up wait on a failed worker
+    for part in ("the routing worker exited with code 1", "ImportError: planted inspect.py",
+                 "check with: hermes semantic-skills doctor"):
+        assert part in answer["error"]
+    reported = [m for m in semantic_warnings(caplog) if "exited with code 1" in m]
+    assert len(reported) == 1 and "check with: hermes semantic-skills doctor" in reported[0]

@@ -1,8 +1,9 @@
 """Fixtures for the reliability catalogue.
 
 ``plugin`` is one Hermes home for the whole session: the example skills, a
-2 MB skill, and skills Hermes would never offer (quarantined, disabled, for
-another platform or OS), an index built with the bundled model, and the plugin loaded through
+2 MB skill, a hub skill whose body tries to break out of its block, and
+skills Hermes would never offer (quarantined, disabled, for another platform
+or OS), an index built with the bundled model, and the plugin loaded through
 a fresh Hermes plugin manager with its routing worker warm (see
 ``reliability_kit.plugin_loaded``, which puts Hermes' global state back
 afterwards, so the tests in ``tests/hermes`` are not disturbed whichever runs
@@ -22,6 +23,7 @@ from reliability_kit import (
     make_home,
     plugin_loaded,
     write_forbidden_skills,
+    write_hub_skill,
     write_oversized_skill,
 )
 from support import FakeEmbeddingServer
@@ -47,6 +49,7 @@ def plugin(tmp_path_factory, bundled_embedder):
     home = make_home(tmp_path_factory.mktemp("reliability"), {"route_timeout_ms": 10000})
     write_forbidden_skills(home / "skills")
     write_oversized_skill(home / "skills")
+    write_hub_skill(home / "skills")
     build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=bundled_embedder)
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail

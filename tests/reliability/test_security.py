@@ -21,7 +21,6 @@ import pytest
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.index.store import load_index
-from semantic_skills.injection import CLOSE_TAG
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, strip_front_matter
@@ -205,16 +204,6 @@ def test_crafted_search_skills_arguments_only_ever_return_indexed_skills(plugin_
 
 
 # --------------------------------------------------------------------------- caps
-
-
-def test_an_injected_skill_is_capped_and_points_to_the_rest(gateway, plugin_env):
-    cap = plugin_env.runtime.settings().max_skill_chars
-    turn = gateway.send(OVERSIZED_QUERY, gateway.new_user())
-
-    block = turn.text[: -len(OVERSIZED_QUERY)]
-    assert block.startswith(f'<skill-context name="{OVERSIZED_SKILL}"') and block.endswith(CLOSE_TAG + "\n\n")
-    assert len(block) <= cap + BLOCK_OVERHEAD
-    assert f'skill_view("{OVERSIZED_SKILL}")' in block
 
 
 def test_a_search_skills_result_is_capped(plugin_env):

@@ -1,0 +1,40 @@
+"""``doctor``: check everything routing needs in this Hermes home, one line per check with its fix."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .app import json_option, main
+
+MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+
+
+@main.command()
+@click.option("--timeout", default=120.0, show_default=True, type=click.FloatRange(1, 3600),
+              help="Seconds the routing worker may take to load the index and its embedder.")
+@json_option
+def doctor(timeout, as_json):
+    """Check the plugin's set-up and say how to fix what is wrong.
+
+    Checks the Python and its dependencies, Hermes and its capabilities, the
+    plugin's install and settings, the index (present, built with the configured
+    embedder, up to date), a real routing worker, and which skills Hermes offers.
+    Exits with 1 when routing would not work. Run it as `hermes semantic-skills
+    doctor` to check the Python and the Hermes home (profile) that Hermes uses.
+    """
+    from ..hermes.doctor import FAIL, run_doctor
+
+    checks = run_doctor(timeout)
+    healthy = all(check.status != FAIL for check in checks)
+    if as_json:
+        click.echo(json.dumps({"ok": healthy, "checks": [c.as_dict() for c in checks]}, ensure_ascii=False))
+    else:
+        for check in checks:
+            fix = f" -> fix: {check.fix}" if check.fix and check.status != "ok" else ""
+            click.echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}{fix}")
+        click.echo("routing works" if healthy else "routing does not work: fix the FAIL lines above")
+    if not healthy:
+        sys.exit(1)

@@ -1,0 +1,136 @@
+"""The doctor's routing checks: the index, a real routing worker, and which skills Hermes offers.
+
+``index_check`` and ``worker_check`` need the plugin's dependencies; the
+doctor runs them only once those import.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..errors import IndexMissing, SemanticSkillsError
+from ..logs import OnceLogger
+from ..settings import EmbedderSettings
+from ..skills.discovery import SkillsRoot
+from .config import skills_roots
+from .doctor import FAIL, OK, WARN, Check, Setup
+from .eligibility import Eligibility, hermes_skills_roots
+
+PROBE = "doctor: does the routing worker answer a message?"
+ANSWER_SECONDS = 30.0
+
+
+def index_check(setup: Setup) -> Check:
+    """The index exists, is readable, fits the configured embedder and matches the skills on disk."""
+    from ..embedders.factory import configured_identity
+    from ..index.diff import diff_with_disk
+    from ..index.store import load_index
+
+    try:
+        manifest, _vectors = load_index(setup.index_dir)
+    except IndexMissing:
+        return Check("index", FAIL, f"no index in {setup.index_dir}", setup.run("build"))
+    except SemanticSkillsError as exc:
+        return Check("index", FAIL, str(exc), setup.run("build --full"))
+    embedder = setup.settings.embedder
+    facts = {"index_dir": str(setup.index_dir), "skills": len(manifest.skills), "built_at": manifest.built_at,
+             "embedder": manifest.embedder.describe(), "roots": manifest.roots}
+    if embedder != EmbedderSettings() and not manifest.embedder.same_space(configured_identity(embedder)):
+        return Check("index", FAIL, f"built with {manifest.embedder.describe()}, but the embedder setting asks for "
+                                    f"{configured_identity(embedder).describe()}", setup.run("build --full"), facts)
+    diff = diff_with_disk(manifest)
+    stale = {"changed": sorted(r.name for r, _ in diff.changed()), "new": sorted(s.name for s in diff.added()),
+             "deleted": sorted(r.name for r in diff.removed())}
+    facts["stale"] = stale
+    wanted = [str(root.path) for root in scanned_roots(setup)]
+    if {_resolved(r) for r in manifest.roots} != {_resolved(r) for r in wanted}:
+        return Check("index", WARN, f"built from {', '.join(manifest.roots)}, not from Hermes' skills folders "
+                                    f"{', '.join(wanted)}", setup.run("build"), facts)
+    if any(stale.values()):
+        counts = ", ".join(f"{len(names)} {label}" for label, names in stale.items() if names)
+        return Check("index", WARN, f"stale: {counts} since the build", setup.run("build"), facts)
+    return Check("index", OK, f"{len(manifest.skills)} skills, built {manifest.built_at} with "
+                              f"{manifest.embedder.describe()}, up to date with the skills on disk", facts=facts)
+
+
+def _resolved(path: str) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def scanned_roots(setup: Setup) -> list[SkillsRoot]:
+    """The folders a build from here indexes: those Hermes scans, else those config.yaml names."""
+    return hermes_skills_roots() or skills_roots(setup.config, setup.home)
+
+
+def worker_check(setup: Setup, timeout: float) -> Check:
+    """A real routing worker, started as Hermes starts it, comes up and answers a route."""
+    from ..worker.client import RouterClient
+
+    client = RouterClient(setup.index_dir, setup.settings.embedder, restart_delays=(0.5,),
+                          cli_command=setup.command)
+    started = time.monotonic()
+    try:
+        client.start()
+        ready = client.wait_ready(timeout)
+        seconds = time.monotonic() - started
+        reply = client.route(PROBE, (), ANSWER_SECONDS, floor=setup.settings.floor) if ready else None
+    finally:
+        client.close()
+    status = client.status
+    if reply is None:
+        detail = status.detail or f"not ready after {timeout:.0f} s"
+        slow = not status.detail or status.detail.startswith("loading")
+        fix = f"{setup.run('doctor --timeout 600')} (a slow machine)" if slow else "see the reason above"
+        return Check("worker", FAIL, detail, fix)
+    if not reply.ok:
+        return Check("worker", FAIL, f"started, but a route failed: {reply.error}", "see the reason above")
+    return Check("worker", OK, f"started in {seconds:.1f} s and answered a route ({status.skills} skills, "
+                               f"{status.backend})", facts={"seconds": round(seconds, 1), "backend": status.backend})
+
+
+def skills_check(setup: Setup) -> Check:
+    """How many skills Hermes' folders hold, how many are offered, and which rule hides the rest."""
+    from ..skills.discovery import discover_skills
+    from ..skills.eligibility import environments_allow, platforms_allow
+
+    roots = scanned_roots(setup)
+    skills = discover_skills(roots).skills
+    eligibility = Eligibility(setup.home, lambda: setup.config, OnceLogger())  # Hermes' own rules, as routing
+    disabled, inactive = eligibility.disabled(""), eligibility.inactive_environments()
+    rules = {"skills.disabled": lambda s: s.name in disabled or s.folder in disabled,
+             "platforms:": lambda s: not platforms_allow(s.platforms),
+             "environments:": lambda s: not environments_allow(s.environments, inactive)}
+    hidden = {rule: 0 for rule in rules}
+    offered = []
+    for skill in skills:
+        rule = next((name for name, hides in rules.items() if hides(skill)), None)
+        if rule:
+            hidden[rule] += 1
+        else:
+            offered.append(skill)
+    per_platform = {}
+    for platform in _configured_platforms(setup.config):
+        names = eligibility.disabled(platform) - disabled
+        per_platform[platform] = sum(1 for s in offered if s.name in names or s.folder in names)
+    conditional = sum(1 for s in offered if s.conditions)
+    facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
+             "conditional": conditional, "roots": [str(r.path) for r in roots]}
+    if not skills:
+        return Check("skills", WARN, f"no SKILL.md under {', '.join(facts['roots'])}",
+                     f"add skills to {setup.home / 'skills'} (or skills.external_dirs), then {setup.run('build')}",
+                     facts)
+    detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
+        f"{count} by {rule}" for rule, count in hidden.items())
+    if per_platform:
+        detail += "; by skills.platform_disabled: " + ", ".join(f"{n} more on {p}" for p, n in per_platform.items())
+    if conditional:
+        detail += (f"; {conditional} offered only in sessions whose tools meet their metadata.hermes requires_* / "
+                   "fallback_for_* / session_platforms")
+    return Check("skills", OK, detail, facts=facts)
+
+
+def _configured_platforms(config: dict) -> list[str]:
+    skills = config.get("skills") if isinstance(config.get("skills"), dict) else {}
+    per_platform = skills.get("platform_disabled")
+    return sorted(str(p) for p in per_platform) if isinstance(per_platform, dict) else []

@@ -1,0 +1,200 @@
+"""A user's first run with the real Hermes 0.19: dependencies not installed yet, ``doctor``, a hostile working
+directory, and the plugin's own help under ``hermes semantic-skills``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from semantic_skills.hermes import hooks
+from semantic_skills.hermes.runtime import PluginRuntime
+
+from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, REPO, WORKER_READY_SECONDS, python_without, run_hermes
+
+DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
+FIX = "install the plugin's dependencies into this Python: "
+HIDDEN = ("numpy", "faiss", "semantic_skills", "__editable__")  # step 1 skipped: only what Hermes brings
+CHECKS = ["python", "dependencies", "hermes", "plugin", "settings", "paths", "index", "worker", "skills"]
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory, plugin_checkout):
+    """A Hermes whose Python has no numpy or faiss, with the plugin installed (``--enable``) in a fresh home."""
+    root = tmp_path_factory.mktemp("bare-hermes")
+    bin_dir = python_without(root, HIDDEN)
+    home = root / "home"
+    shutil.copytree(EXAMPLE_SKILLS, home / "skills")
+    installed = run_hermes(home, "plugins", "install", plugin_checkout.as_uri(), "--enable", hermes=bin_dir / "hermes")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    plugin = home / "plugins" / PLUGIN
+    return SimpleNamespace(home=home, hermes=bin_dir / "hermes", python=bin_dir / "python", plugin=plugin,
+                           install=f"{bin_dir / 'python'} -m pip install -e {plugin}")
+
+
+def bare_hermes(bare, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return run_hermes(bare.home, *args, hermes=bare.hermes, cwd=cwd)
+
+
+LOAD_AS_HERMES_DOES = textwrap.dedent("""
+    import json
+    from hermes_cli.plugins import get_plugin_manager
+    manager = get_plugin_manager()
+    manager.discover_and_load(force=True)
+    import agent.prompt_builder as prompt_builder
+    listing = prompt_builder.build_skills_system_prompt(available_tools={"skills_list", "skill_view"})
+    shown = {p["name"]: p for p in manager.list_plugins()}["semantic-skills"]
+    loaded = manager._plugins["semantic-skills"]
+    print(json.dumps({"error": shown["error"], "hooks": loaded.hooks_registered, "tools": loaded.tools_registered,
+                      "cli": "semantic-skills" in manager._cli_commands, "listing": listing}))
+""")
+
+
+def test_without_dependencies_hermes_keeps_its_own_listing_and_shows_the_fix(bare):
+    env = {"HERMES_HOME": str(bare.home), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([str(bare.python), "-c", LOAD_AS_HERMES_DOES], env=env, capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL, cwd=bare.home)  # not this checkout's folder
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = json.loads(done.stdout.strip().splitlines()[-1])
+    assert state["error"].startswith("semantic-skills is not routing: numpy, faiss not installed")  # /plugins shows it
+    assert f"fix: {bare.install}" in state["error"] and "\n" not in state["error"]
+    assert state["hooks"] == [] and state["tools"] == [] and state["cli"]
+    assert "<available_skills>" in state["listing"] and "pdf-to-markdown" in state["listing"]  # Hermes' own
+
+
+@pytest.mark.parametrize("args", [["status"], ["build"], ["search", "pdf"], ["status", "--json"]])
+def test_without_dependencies_each_command_names_the_fix_in_one_line(bare, args):
+    done = bare_hermes(bare, "semantic-skills", *args)
+
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"semantic-skills: error: numpy is not installed in {bare.python}; "
+                                                 f"{FIX}{bare.install}"]
+
+
+def test_without_dependencies_hermes_logs_the_reason_once_per_start(bare):
+    log = bare.home / "logs" / "agent.log"
+    before = log.read_text().count("semantic-skills is not routing") if log.exists() else 0
+
+    bare_hermes(bare, "semantic-skills", "status")
+
+    lines = [line for line in log.read_text().splitlines() if "semantic-skills is not routing" in line]
+    assert len(lines) == before + 1 and "WARNING" in lines[-1] and f"fix: {bare.install}" in lines[-1]
+
+
+def test_doctor_without_dependencies_fails_on_that_line_with_the_fix(bare):
+    as_json, as_text = bare_hermes(bare, "semantic-skills", "doctor", "--json"), bare_hermes(bare, "semantic-skills",
+                                                                                              "doctor")
+
+    assert as_json.returncode == as_text.returncode == 1
+    assert "Traceback" not in as_json.stderr + as_text.stderr + as_text.stdout
+    report = json.loads(as_json.stdout)
+    checks = {check["name"]: check for check in report["checks"]}
+    assert report["ok"] is False and list(checks) == CHECKS
+    assert checks["dependencies"]["status"] == "fail" and checks["dependencies"]["fix"] == FIX + bare.install
+    assert checks["python"]["detail"].startswith("Hermes runs Python 3.")
+    assert checks["python"]["detail"].endswith(f" at {bare.python}")
+    assert checks["plugin"]["status"] == checks["settings"]["status"] == checks["skills"]["status"] == "ok"
+    assert checks["index"]["status"] == checks["worker"]["status"] == "skip"
+    assert f"FAIL dependencies: not installed in {bare.python}: numpy" in as_text.stdout
+    assert f"-> fix: {FIX}{bare.install}" in as_text.stdout
+
+
+def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
+    python = python_without(tmp_path, ("torch", "sentence_transformers", "semantic_skills", "__editable__")) / "python"
+    home = tmp_path / "home"
+    done = subprocess.run([str(python), "-m", "semantic_skills", "doctor", "--json"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"})
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    dependencies = json.loads(done.stdout)["checks"][1]
+    assert dependencies["facts"]["missing"] == ["sentence_transformers"]
+    assert dependencies["fix"].startswith(f"set embedder: onnx under plugins.entries.semantic-skills.settings in "
+                                          f"{home / 'config.yaml'} (its packages are installed")
+
+
+def test_doctor_on_a_healthy_install_is_all_green(hermes_home):
+    done = run_hermes(hermes_home.path, "semantic-skills", "doctor", "--json", timeout=600)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    checks = {check["name"]: check for check in report["checks"]}
+    assert report["ok"] is True and list(checks) == CHECKS
+    assert {name: check["status"] for name, check in checks.items()} == dict.fromkeys(CHECKS, "ok"), report
+    assert checks["paths"]["facts"]["plugin_folder"] == str(hermes_home.path / "plugins" / PLUGIN)
+    assert checks["paths"]["facts"]["index_folder"] == str(hermes_home.index_dir)
+    assert checks["skills"]["facts"]["offered"] >= 10
+    assert checks["worker"]["facts"]["backend"] == "sentence-transformers"
+
+
+def test_doctor_fails_without_a_routing_hook_and_warns_for_a_lost_feature(monkeypatch, tmp_path):
+    """A capability this Hermes never had is fine; one that costs a feature warns; a missing hook fails."""
+    import gateway.run
+    import hermes_cli.plugins
+
+    from semantic_skills.hermes import doctor
+    from semantic_skills.hermes.config import PluginSettings
+
+    setup = doctor.Setup(tmp_path, {}, PluginSettings(), tmp_path / "index", "sentence-transformers",
+                         "semantic-skills")
+    healthy = doctor.hermes_check(setup)
+    assert healthy.status == "ok" and "nothing is lost: secret_capture" in healthy.detail  # 0.19 has no such feature
+
+    monkeypatch.setattr(gateway.run.GatewayRunner, "_is_user_authorized", None)
+    lost = doctor.hermes_check(setup)
+    assert lost.status == "warn" and "gateway_authorization (" in lost.detail and lost.fix
+
+    monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) - {"pre_llm_call"})
+    unhooked = doctor.hermes_check(setup)
+    assert unhooked.status == "fail" and "no pre_llm_call hook" in unhooked.detail
+
+
+def test_the_plugins_help_and_its_typos_speak_of_hermes_semantic_skills(bare):
+    helped, typo = bare_hermes(bare, "semantic-skills", "--help"), bare_hermes(bare, "semantic-skills", "buidl")
+
+    assert helped.returncode == 0 and helped.stdout.startswith("Usage: hermes semantic-skills [OPTIONS] COMMAND")
+    assert "doctor" in helped.stdout and "status" in helped.stdout
+    assert typo.returncode == 2 and "Try 'hermes semantic-skills --help' for help." in typo.stderr
+    assert "No such command 'buidl'. Did you mean 'build'?" in typo.stderr
+
+
+# --------------------------------------------------------------------------- a hostile working directory
+
+
+@pytest.fixture()
+def planted(tmp_path) -> SimpleNamespace:
+    """A folder whose ``inspect.py`` and ``json.py`` record that they ran in a marker file, then raise."""
+    folder, marker = tmp_path / "untrusted", tmp_path / "planted-code-ran"
+    folder.mkdir()
+    for name in ("inspect", "json"):
+        (folder / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name}.py ran\\n')\n"
+                                           f"raise ImportError('planted {name}.py')\n")
+    return SimpleNamespace(folder=folder, marker=marker)
+
+
+def test_a_runtime_started_in_a_planted_folder_routes_and_runs_none_of_it(hermes_home, planted, monkeypatch):
+    monkeypatch.chdir(planted.folder)
+    monkeypatch.setenv("PYTHONPATH", str(planted.folder))
+    rt = PluginRuntime(hermes_home.path)
+    try:
+        rt.start()
+        assert rt.client.wait_ready(WORKER_READY_SECONDS), rt.client.status.detail
+        routed = hooks.pre_llm_call(rt, session_id="planted-cwd", user_message=DOCKER, platform="cli", sender_id="")
+    finally:
+        rt.close()
+
+    assert routed["context"].startswith('<skill-context name="docker-compose-debug"')
+    assert not planted.marker.exists()
+
+
+def test_hermes_semantic_skills_in_a_planted_folder_runs_none_of_it(hermes_home, planted):
+    done = run_hermes(hermes_home.path, "semantic-skills", "status", "--json", cwd=planted.folder)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1])["index_dir"] == str(hermes_home.index_dir)
+    assert not planted.marker.exists()

