@@ -173,8 +173,12 @@ def _platforms(value: Any) -> tuple[str, ...]:
     if not value:
         return ()
     items = value if isinstance(value, list) else [value]
-    return tuple("(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item).strip()
-                 for item in items[:MAX_FIELD_NODES])
+    return tuple(_entry(item).strip() for item in items[:MAX_FIELD_NODES])
+
+
+def _entry(item: Any) -> str:
+    """A list item as a string; a nested list or mapping becomes an entry naming nothing (never walked)."""
+    return "(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item)
 
 
 def _environments(value: Any) -> tuple[str, ...]:
@@ -210,7 +214,7 @@ def _conditions(front: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...] | str
     for key in CONDITION_KEYS:
         value = hermes.get(key)
         if isinstance(value, list) and value:
-            found.append((key, tuple(str(item) for item in value[:MAX_FIELD_NODES])))
+            found.append((key, tuple(_entry(item) for item in value[:MAX_FIELD_NODES])))
         elif isinstance(value, str) and value:
             found.append((key, value))
     return tuple(found)

@@ -24,9 +24,12 @@ from support import EXAMPLES, write_skill
 
 BUILD_SECONDS = 600  # a bad file must never hang the build; this is far beyond a healthy build
 
-YAML_ALIAS_BOMB = "---\nname: alias-bomb\nl0: &l0 [" + ", ".join(['"lol"'] * 9) + "]\n" + "".join(
-    f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10)
-) + "description: *l9\ntags: *l9\nplatforms: *l9\n---\nAn alias bomb expands to 9^10 strings.\n"
+YAML_ALIAS_BOMB = (
+    "---\nname: alias-bomb\nl0: &l0 [" + ", ".join(['"lol"'] * 9) + "]\n"
+    + "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))
+    + "description: *l9\ntags: *l9\nplatforms: *l9\nmetadata:\n  hermes:\n    requires_tools: [*l9]\n"
+    + "---\nAn alias bomb expands to 9^10 strings.\n"
+)
 
 
 def bad(tree: Path, rel: str, content: bytes | str) -> Path:
@@ -185,6 +188,7 @@ def test_an_alias_bomb_in_front_matter_parses_quickly_into_bounded_fields(tmp_pa
     skill = found["d"].skills[0]
     assert len(skill.description) <= MAX_DESCRIPTION_CHARS
     assert len(skill.tags) <= MAX_FIELD_NODES and len(skill.platforms) <= MAX_FIELD_NODES
+    assert skill.conditions == (("requires_tools", ("(nested value)",)),)
 
 
 def test_thousands_of_tiny_skills_build_and_each_stays_findable(tmp_path):
