@@ -48,5 +48,5 @@ def first_line(exc: BaseException) -> str:
 
 
 def command(arguments: str) -> str:
-    """How the user runs ``semantic-skills ARGUMENTS`` where they are (``hermes semantic-skills ...`` in Hermes)."""
+    """How the user runs ``semantic-skills ARGUMENTS`` where they are (as a host names it in ``COMMAND_ENV``)."""
     return f"{os.environ.get(COMMAND_ENV) or 'semantic-skills'} {arguments}"

@@ -28,9 +28,29 @@ def test_offer_conditions_are_read_from_metadata_hermes(tmp_path, hermes, expect
     skill = parse_skill(text.encode(), tmp_path / "x" / "SKILL.md", tmp_path)
     record = SkillRecord.from_skill(skill, 0, 1)
 
-    assert record.condition_map() == expected
+    assert record.condition_map() == ({"hermes": expected} if expected else {})
     assert SkillRecord.from_dict(record.as_dict()) == record
     assert ("conditions" in record.as_dict()) is bool(expected)
+
+
+def test_each_agent_namespace_keeps_its_own_conditions(tmp_path):
+    text = ("---\nname: x\ndescription: y\nmetadata:\n  tags: [a]\n  author: me\n"
+            "  hermes:\n    requires_tools: [browser_navigate]\n"
+            "  openclaw:\n    requires_tools: [browser]\n    session_platforms: [slack]\n"
+            "  other:\n    colour: blue\n---\nBody\n")
+    record = SkillRecord.from_skill(parse_skill(text.encode(), tmp_path / "x" / "SKILL.md", tmp_path), 0, 1)
+
+    assert record.condition_map() == {"hermes": {"requires_tools": ["browser_navigate"]},
+                                      "openclaw": {"requires_tools": ["browser"], "session_platforms": ["slack"]}}
+    assert SkillRecord.from_dict(record.as_dict()) == record
+
+
+def test_conditions_in_the_earlier_flat_shape_read_as_none(tmp_path):
+    """The first, unreleased shape had no namespaces; such a record opens as one written before conditions."""
+    record = SkillRecord.from_skill(parse_skill(b"---\nname: x\n---\nBody\n", tmp_path / "x" / "SKILL.md",
+                                                tmp_path), 0, 1)
+    flat = {**record.as_dict(), "conditions": {"requires_tools": ["web_search"], "session_platforms": "telegram"}}
+    assert SkillRecord.from_dict(flat).conditions == ()
 
 
 def test_the_index_records_conditions_and_root_kinds(tmp_path, bundled_embedder):
@@ -46,7 +66,8 @@ def test_the_index_records_conditions_and_root_kinds(tmp_path, bundled_embedder)
     assert manifest.root_kinds == {str(project): PROJECT, str(shared): EXTERNAL}
     assert manifest.skills_roots() == roots
     conditions = {r.name: r.condition_map() for r in manifest.skills}
-    assert conditions == {"deploy": {}, "web-fallback": {"fallback_for_tools": ["web_search"]}, "shared-one": {}}
+    assert conditions == {"deploy": {}, "web-fallback": {"hermes": {"fallback_for_tools": ["web_search"]}},
+                          "shared-one": {}}
 
 
 def test_an_index_written_before_these_fields_still_opens_with_its_roots_kinds_inferred(examples_index, tmp_path):

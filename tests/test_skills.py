@@ -171,6 +171,14 @@ def test_metadata_is_recorded(tmp_path):
     assert skill.body == "Body.\n"
 
 
+def test_tags_are_read_from_every_agent_namespace(tmp_path):
+    raw = (b"---\nname: x\ndescription: y\ntags: [a]\nmetadata:\n  tags: b\n  hermes:\n    tags: 'c, d'\n"
+           b"  openclaw:\n    tags: [e, a]\n  author: me\n---\nBody.\n")
+    write_skill(tmp_path, "x", raw)
+    (skill,) = discover(tmp_path).skills
+    assert skill.tags == ("a", "b", "c", "d", "e")
+
+
 ENVIRONMENTS = {  # front matter line: (Skill.environments, offered when kanban and s6 are inactive)
     "absent": ("", (), True),
     "one string": ("environments: Kanban\n", ("kanban",), False),

@@ -77,7 +77,7 @@ def test_a_rebuild_request_brings_in_new_and_deleted_skills_from_the_index_roots
         assert wait_for(lambda: ready_events(worker)[-1]["skills"] == first["skills"] + 1)
         assert worker.ask("route", text=BONSAI, exclude=[])["skill"] == "bonsai-repotting"
         gated = {g["name"]: g for g in ready_events(worker)[-1]["gated"]}
-        assert gated["bonsai-repotting"]["conditions"] == {"requires_toolsets": ["gardening"]}
+        assert gated["bonsai-repotting"]["conditions"] == {"hermes": {"requires_toolsets": ["gardening"]}}
 
         shutil.rmtree(local / "gardening")
         assert worker.ask("rebuild")["ok"] is True

@@ -15,7 +15,7 @@ from ..settings import EmbedderSettings
 from ..skills.discovery import SkillsRoot
 from .config import skills_roots
 from .doctor import FAIL, OK, WARN, Check, Setup
-from .eligibility import Eligibility, hermes_skills_roots
+from .eligibility import METADATA_NAMESPACE, Eligibility, hermes_skills_roots
 
 PROBE = "doctor: does the routing worker answer a message?"
 ANSWER_SECONDS = 30.0
@@ -113,7 +113,7 @@ def skills_check(setup: Setup) -> Check:
     for platform in _configured_platforms(setup.config):
         names = eligibility.disabled(platform) - disabled
         per_platform[platform] = sum(1 for s in offered if s.name in names or s.folder in names)
-    conditional = sum(1 for s in offered if s.conditions)
+    conditional = sum(1 for s in offered if dict(s.conditions).get(METADATA_NAMESPACE))
     facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:

@@ -35,6 +35,7 @@ from .capabilities import parameters
 from .config import disabled_skill_names
 
 HERMES_ENVIRONMENTS = ("kanban", "docker", "s6")
+METADATA_NAMESPACE = "hermes"  # the namespace under a skill's ``metadata`` whose offer conditions Hermes applies
 
 _tool_views: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
 _tool_views_lock = threading.Lock()
@@ -149,9 +150,10 @@ class Eligibility:
         hidden = set()
         for skill in gated:
             root = skill.get("project_root")
+            conditions = (skill.get("conditions") or {}).get(METADATA_NAMESPACE)
             if root and (root not in projects or self._quarantined(skill["path"])):
                 hidden.add(skill["name"])
-            elif skill.get("conditions") and not shows(skill["conditions"]):
+            elif conditions and not shows(conditions):
                 hidden.add(skill["name"])
         return frozenset(hidden)
 

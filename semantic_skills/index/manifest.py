@@ -9,7 +9,7 @@ from pathlib import Path
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
-from ..skills.parsing import CONDITION_KEYS, Skill
+from ..skills.parsing import CONDITION_KEYS, Conditions, Skill
 from . import MANIFEST
 
 FORMAT = "semantic-skills-index"
@@ -34,7 +34,7 @@ class SkillRecord:
     row_start: int
     row_count: int
     terms: str = ""
-    conditions: tuple[tuple[str, tuple[str, ...] | str], ...] = ()  # absent in older indexes
+    conditions: Conditions = ()  # absent in older indexes
 
     @classmethod
     def from_skill(cls, skill: Skill, row_start: int, row_count: int, terms: str = "") -> "SkillRecord":
@@ -63,9 +63,10 @@ class SkillRecord:
             **({"conditions": self.condition_map()} if self.conditions else {}),
         }
 
-    def condition_map(self) -> dict:
-        """The offer conditions as the agent's front matter has them: key to list (or string)."""
-        return {key: value if isinstance(value, str) else list(value) for key, value in self.conditions}
+    def condition_map(self) -> dict[str, dict]:
+        """The offer conditions per agent namespace, each as its front matter has them: key to list (or string)."""
+        return {namespace: {key: value if isinstance(value, str) else list(value) for key, value in conditions}
+                for namespace, conditions in self.conditions}
 
     @classmethod
     def from_dict(cls, data: dict) -> "SkillRecord":
@@ -147,11 +148,18 @@ class Manifest:
             raise ValueError(f"manifest lists {expected} vector rows but records {self.rows}")
 
 
-def _conditions(raw) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
+def _conditions(raw) -> Conditions:
+    """``condition_map()`` read back; what is not a namespace's mapping (an older, flat shape) reads as none."""
     if not isinstance(raw, dict):
         return ()
-    return tuple((key, raw[key] if isinstance(raw[key], str) else tuple(str(v) for v in raw[key]))
-                 for key in CONDITION_KEYS if isinstance(raw.get(key), (str, list)) and raw[key])
+    found = []
+    for namespace, fields in raw.items():
+        if isinstance(fields, dict):
+            conditions = tuple((key, fields[key] if isinstance(fields[key], str) else tuple(map(str, fields[key])))
+                               for key in CONDITION_KEYS if isinstance(fields.get(key), (str, list)) and fields[key])
+            if conditions:
+                found.append((str(namespace), conditions))
+    return tuple(found)
 
 
 def fix_hint(index_dir: Path) -> str:

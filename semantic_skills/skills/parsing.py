@@ -9,17 +9,23 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 MAX_FIELD_NODES = 10_000  # values read from one front matter field
 MAX_NAME_CHARS = 64  # the agent's own limits: it cuts names and descriptions to these lengths
 MAX_DESCRIPTION_CHARS = 1024
-# ``metadata.hermes`` keys that make a skill's offer depend on the session (its tools, toolsets, chat platform).
+MAX_NAMESPACES = 64  # agent namespaces (mappings under ``metadata``) read per skill
+# Keys of an agent's namespace that make a skill's offer depend on the session (its tools, toolsets, chat platform).
 CONDITION_KEYS = ("requires_tools", "requires_toolsets", "fallback_for_tools", "fallback_for_toolsets",
                   "session_platforms")
 
+Condition = tuple[str, tuple[str, ...] | str]  # a condition key and its value, as the agent reads it
+Conditions = tuple[tuple[str, tuple[Condition, ...]], ...]  # per agent namespace, the conditions it sets
+
 _FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
+_WORD = re.compile(r"[^,\s]+")
 
 
 @dataclass(frozen=True)
@@ -36,7 +42,7 @@ class Skill:
     environments: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     external: bool = False
-    conditions: tuple[tuple[str, tuple[str, ...] | str], ...] = ()
+    conditions: Conditions = ()
     body: str = field(default="", repr=False, compare=False)
     warnings: tuple[str, ...] = ()
 
@@ -158,10 +164,11 @@ def _text_value(value: Any) -> str:
     return " ".join(_scalars(value))
 
 
-def _string_list(value: Any) -> tuple[str, ...]:
+def _words(value: Any) -> Iterator[str]:
+    """A list's scalars, or a string's words split at commas and whitespace (lazily, however long it is)."""
     if isinstance(value, str):
-        return tuple(v for v in re.split(r"[,\s]+", value) if v)
-    return tuple(_scalars(value))
+        return (match.group() for match in _WORD.finditer(value))
+    return iter(_scalars(value))
 
 
 def _platforms(value: Any) -> tuple[str, ...]:
@@ -173,8 +180,12 @@ def _platforms(value: Any) -> tuple[str, ...]:
     if not value:
         return ()
     items = value if isinstance(value, list) else [value]
-    return tuple("(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item).strip()
-                 for item in items[:MAX_FIELD_NODES])
+    return tuple(_entry(item).strip() for item in items[:MAX_FIELD_NODES])
+
+
+def _entry(item: Any) -> str:
+    """A list item as a string; a nested list or mapping becomes an entry naming nothing (never walked)."""
+    return "(nested value)" if isinstance(item, (list, tuple, set, dict)) else str(item)
 
 
 def _environments(value: Any) -> tuple[str, ...]:
@@ -186,33 +197,47 @@ def _environments(value: Any) -> tuple[str, ...]:
     return tuple(entry.lower() for entry in _platforms(value))
 
 
-def _tags(front: dict[str, Any]) -> tuple[str, ...]:
-    tags = list(_string_list(front.get("tags")))
+def _namespaces(front: dict[str, Any]) -> list[tuple[str, dict]]:
+    """The agent namespaces: each mapping under ``metadata`` with its name (the first ``MAX_NAMESPACES``)."""
     metadata = front.get("metadata")
-    if isinstance(metadata, dict):
-        hermes = metadata.get("hermes")
-        for source in (metadata, hermes if isinstance(hermes, dict) else {}):
-            tags.extend(_string_list(source.get("tags")))
-    return tuple(dict.fromkeys(tags))
+    if not isinstance(metadata, dict):
+        return []
+    found = ((name, value) for name, value in metadata.items() if isinstance(name, str) and isinstance(value, dict))
+    return list(islice(found, MAX_NAMESPACES))
 
 
-def _conditions(front: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...] | str], ...]:
-    """The ``metadata.hermes`` offer conditions that are set, as the agent reads them.
+def _tags(front: dict[str, Any]) -> tuple[str, ...]:
+    """``tags``, ``metadata.tags`` and every namespace's ``tags``, each once, at most ``MAX_FIELD_NODES``."""
+    metadata = front.get("metadata")
+    sources = [front, metadata] if isinstance(metadata, dict) else [front]
+    sources += [namespace for _, namespace in _namespaces(front)]
+    found = chain.from_iterable(_words(source.get("tags")) for source in sources)
+    return tuple(dict.fromkeys(islice(found, MAX_FIELD_NODES)))
+
+
+def _conditions(front: dict[str, Any]) -> Conditions:
+    """Each namespace's offer conditions that are set, as its agent reads them, keyed by namespace.
 
     A list keeps its items as strings and a string stays one string (the
-    agent iterates whatever it finds); other values are not conditions.
+    agent iterates whatever it finds); other values are not conditions. All
+    namespaces together keep at most ``MAX_FIELD_NODES`` list items and string characters.
     """
-    metadata = front.get("metadata")
-    hermes = metadata.get("hermes") if isinstance(metadata, dict) else None
-    if not isinstance(hermes, dict):
-        return ()
-    found = []
-    for key in CONDITION_KEYS:
-        value = hermes.get(key)
-        if isinstance(value, list) and value:
-            found.append((key, tuple(str(item) for item in value[:MAX_FIELD_NODES])))
-        elif isinstance(value, str) and value:
-            found.append((key, value))
+    found, budget = [], MAX_FIELD_NODES
+    for name, namespace in _namespaces(front):
+        conditions = []
+        for key in CONDITION_KEYS:
+            value = namespace.get(key)
+            if isinstance(value, list):
+                value = tuple(_entry(item) for item in value[:budget])
+            elif isinstance(value, str):
+                value = value[:budget]
+            else:
+                continue
+            if value:
+                conditions.append((key, value))
+                budget -= len(value)
+        if conditions:
+            found.append((name, tuple(conditions)))
     return tuple(found)
 
 

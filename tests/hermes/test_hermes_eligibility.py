@@ -80,6 +80,37 @@ def test_conditioned_skills_are_offered_exactly_when_hermes_lists_them(home, too
     assert hidden or tools is None  # the control: with tool information some skill is hidden
 
 
+def test_only_the_metadata_hermes_conditions_hide_a_skill_in_hermes(home):
+    """Conditions another agent sets under its own namespace travel with the skill but never hide it from
+    Hermes (real 0.19, against its own listing); the same condition under metadata.hermes does."""
+    skills = {
+        "needs-browser": "metadata:\n  hermes:\n    requires_tools: [browser_navigate]\n",
+        "needs-browser-elsewhere": "metadata:\n  openclaw:\n    requires_tools: [browser_navigate]\n",
+        "web-fallback-elsewhere": "metadata:\n  hermes:\n    requires_tools: [web_search]\n"
+                                  "  openclaw:\n    fallback_for_tools: [web_search]\n",
+    }
+    gated = tuple(gated_skills(manifest_of(write_skills(home / "skills", skills), home / "skills")))
+    assert {g["name"] for g in gated} == set(skills)
+    tools, toolsets = {"web_search", "skill_view"}, {"web", "skills"}
+    observe_prompt_build({"available_tools": tools, "available_toolsets": toolsets}, home)
+
+    hidden = Eligibility(home, dict, OnceLogger()).offer("", gated).exclude
+    assert hidden == {"needs-browser"}
+    listing = hermes_listing(tools, toolsets)
+    assert [name for name in skills if f"- {name}:" not in listing] == ["needs-browser"]
+
+
+def test_the_doctor_counts_only_skills_with_metadata_hermes_conditions(home):
+    from semantic_skills.hermes.config import PluginSettings
+    from semantic_skills.hermes.doctor import Setup
+    from semantic_skills.hermes.doctor_routing import skills_check
+
+    write_skills(home / "skills", {"needs-browser": CONDITIONED["needs-browser"], "plain": "",
+                                   "elsewhere": "metadata:\n  openclaw:\n    requires_tools: [browser_navigate]\n"})
+    check = skills_check(Setup(home, {}, PluginSettings(), home / "index", "sentence-transformers", "semantic-skills"))
+    assert check.facts["offered"] == 3 and check.facts["conditional"] == 1, check.detail
+
+
 def test_skills_disabled_as_a_list_in_a_string_follow_the_running_hermes(home):
     """0.19 reads a string as one name; 0.21 (agent/skill_utils.py:parse_config_string_list) as the list it
     spells. The plugin asks Hermes, so each version gets its own reading."""

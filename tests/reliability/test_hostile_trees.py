@@ -17,16 +17,25 @@ from semantic_skills.index.manifest import read_manifest
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import MAX_SKILL_BYTES, SkillsRoot, discover_skills
-from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, MAX_FIELD_NODES
+from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, MAX_FIELD_NODES, MAX_NAMESPACES
 
 from reliability_kit import HashingEmbedder, refuse_unreadable_paths
 from support import EXAMPLES, write_skill
 
 BUILD_SECONDS = 600  # a bad file must never hang the build; this is far beyond a healthy build
 
-YAML_ALIAS_BOMB = "---\nname: alias-bomb\nl0: &l0 [" + ", ".join(['"lol"'] * 9) + "]\n" + "".join(
-    f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10)
-) + "description: *l9\ntags: *l9\nplatforms: *l9\n---\nAn alias bomb expands to 9^10 strings.\n"
+YAML_ALIAS_BOMB = (
+    "---\nname: alias-bomb\nl0: &l0 [" + ", ".join(['"lol"'] * 9) + "]\n"
+    + "".join(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]\n" for i in range(1, 10))
+    + "description: *l9\ntags: *l9\nplatforms: *l9\nmetadata:\n  hermes:\n    requires_tools: [*l9]\n"
+    + "---\nAn alias bomb expands to 9^10 strings.\n"
+)
+# A thousand agent namespaces, each the same mapping of four 20,000-item lists.
+NAMESPACE_BOMB = (
+    "---\nname: namespace-bomb\nword: &w lol\nwords: &words [" + ", ".join(["*w"] * 20_000) + "]\n"
+    "namespace: &ns {tags: *words, requires_tools: *words, fallback_for_tools: *words, session_platforms: *words}\n"
+    "metadata:\n" + "".join(f"  agent{i}: *ns\n" for i in range(1000)) + "---\nBody.\n"
+)
 
 
 def bad(tree: Path, rel: str, content: bytes | str) -> Path:
@@ -175,16 +184,29 @@ def test_a_hostile_tree_builds_the_good_skills_reports_each_bad_one_and_routes(t
         assert router.route(query).skill.name == skill, query
 
 
-def test_an_alias_bomb_in_front_matter_parses_quickly_into_bounded_fields(tmp_path):
-    write_skill(tmp_path, "bomb", YAML_ALIAS_BOMB)
+def discovered_within_a_minute(tree: Path, text: str):
+    """The one skill found in ``tree`` after writing ``text`` there; fails if discovery takes over a minute."""
+    write_skill(tree, "bomb", text)
     found = {}
-    thread = threading.Thread(target=lambda: found.update(d=discover_skills([SkillsRoot(tmp_path)])), daemon=True)
+    thread = threading.Thread(target=lambda: found.update(d=discover_skills([SkillsRoot(tree)])), daemon=True)
     thread.start()
     thread.join(60)
-    assert not thread.is_alive(), "parsing an alias bomb hung"
-    skill = found["d"].skills[0]
+    assert not thread.is_alive(), "parsing the front matter hung"
+    return found["d"].skills[0]
+
+
+def test_an_alias_bomb_in_front_matter_parses_quickly_into_bounded_fields(tmp_path):
+    skill = discovered_within_a_minute(tmp_path, YAML_ALIAS_BOMB)
     assert len(skill.description) <= MAX_DESCRIPTION_CHARS
     assert len(skill.tags) <= MAX_FIELD_NODES and len(skill.platforms) <= MAX_FIELD_NODES
+    assert skill.conditions == (("hermes", (("requires_tools", ("(nested value)",)),)),)
+
+
+def test_many_aliased_agent_namespaces_parse_quickly_into_bounded_fields(tmp_path):
+    skill = discovered_within_a_minute(tmp_path, NAMESPACE_BOMB)
+    assert skill.tags == ("lol",)
+    assert 0 < len(skill.conditions) <= MAX_NAMESPACES
+    assert sum(len(value) for _, conditions in skill.conditions for _, value in conditions) == MAX_FIELD_NODES
 
 
 def test_thousands_of_tiny_skills_build_and_each_stays_findable(tmp_path):
