@@ -190,3 +190,12 @@ class Worker:
     def close(self) -> int:
         self.process.stdin.close()
         return self.process.wait(timeout=30)
+
+
+def thread_nice_values(pid: int) -> dict[int, int]:
+    """Each thread's nice value in process ``pid``, from /proc (field 19 of a task's stat line)."""
+    values = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        values[int(task.name)] = int(fields[16])
+    return values

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,9 +18,10 @@ from semantic_skills.limits import MAX_BODY_CHARS
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.client import RouterClient
+from semantic_skills.worker.priority import BACKGROUND_NICENESS, lower_this_threads_priority
 from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
 
-from support import EXAMPLES, READY_SECONDS, REPO, Worker, write_skill
+from support import EXAMPLES, READY_SECONDS, REPO, Worker, thread_nice_values, write_skill
 
 PDF = "convert this scanned PDF into clean markdown"
 PDF_SKILL = EXAMPLES / "skills" / "documents" / "pdf-to-markdown" / "SKILL.md"
@@ -48,6 +50,39 @@ def worker(big_index):
     served.wait_for_state(READY)
     yield served
     served.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_once_ready_the_loader_steps_back_and_the_request_thread_keeps_its_priority(worker):
+    pid, started_at = worker.process.pid, os.getpriority(os.PRIO_PROCESS, 0)
+    deadline = time.monotonic() + 10
+    while started_at + BACKGROUND_NICENESS not in thread_nice_values(pid).values() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    nice = thread_nice_values(pid)
+    assert started_at + BACKGROUND_NICENESS in nice.values()  # the loader, which swaps rebuilt indexes in
+    assert nice[pid] == started_at  # the thread that answers requests
+    assert worker.ask("route", text=PDF, exclude=[])["skill"] == "pdf-to-markdown"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_lowering_a_threads_priority_leaves_the_callers_alone():
+    def nice_of_this_thread() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    seen = {}
+
+    def background():
+        lower_this_threads_priority()
+        seen["background"] = nice_of_this_thread()
+
+    before = nice_of_this_thread()
+    thread = threading.Thread(target=background)
+    thread.start()
+    thread.join()
+
+    assert seen["background"] == before + BACKGROUND_NICENESS
+    assert nice_of_this_thread() == before
 
 
 def test_a_route_answer_carries_the_skill_its_score_and_its_whole_body(worker):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -14,10 +16,11 @@ from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.priority import BACKGROUND_NICENESS
 from semantic_skills.worker.protocol import READY, Startup
 from semantic_skills.worker.rebuild import Rebuilder
 
-from support import EXAMPLES, Worker, write_skill
+from support import EXAMPLES, Worker, thread_nice_values, write_skill
 
 BONSAI = "how do I repot a juniper bonsai whose roots circle the pot"
 BONSAI_SKILL = """\
@@ -76,6 +79,10 @@ def test_a_rebuild_request_brings_in_new_and_deleted_skills_from_the_index_roots
         assert worker.ask("rebuild")["ok"] is True
         assert wait_for(lambda: ready_events(worker)[-1]["skills"] == first["skills"] + 1)
         assert worker.ask("route", text=BONSAI, exclude=[])["skill"] == "bonsai-repotting"
+        if sys.platform.startswith("linux"):  # the loader and the rebuild thread yield to routing
+            nice, started_at = thread_nice_values(worker.process.pid), os.getpriority(os.PRIO_PROCESS, 0)
+            assert nice[worker.process.pid] == started_at  # the thread that answers requests keeps its priority
+            assert list(nice.values()).count(started_at + BACKGROUND_NICENESS) >= 2  # the loader, the rebuild
         gated = {g["name"]: g for g in ready_events(worker)[-1]["gated"]}
         assert gated["bonsai-repotting"]["conditions"] == {"hermes": {"requires_toolsets": ["gardening"]}}
 

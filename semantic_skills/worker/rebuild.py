@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import BuildLocked, command, first_line
+from .priority import lower_this_threads_priority
 
 REBUILD_DELAY_SECONDS = 0.5  # quiet time after the last request before building
 LOCKED_RETRY_SECONDS = 5.0
@@ -52,6 +53,7 @@ class Rebuilder:
         self._wake.set()
 
     def _run(self) -> None:
+        lower_this_threads_priority()
         while True:
             self._wake.wait()
             self._wait_until_due()

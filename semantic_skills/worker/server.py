@@ -24,6 +24,7 @@ from ..files import file_stamp
 from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
 from ..requirements import dependency_fix
 from . import protocol
+from .priority import lower_this_threads_priority
 from .protocol import FAILED, LOADING, READY, STARTING, WAITING_FOR_INDEX, Startup
 from .rebuild import Rebuilder
 
@@ -99,6 +100,7 @@ class RoutingWorker:
         router = SkillRouter.from_settings(self.index_dir, self.startup.embedder)
         self._router = router
         self._set_ready(router)
+        lower_this_threads_priority()  # later swaps load while the old index answers: routing comes first
 
     def _set_ready(self, router) -> None:
         self._set_state(READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend,
