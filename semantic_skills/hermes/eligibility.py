@@ -16,7 +16,9 @@ project-skill tier on 0.19):
   information, only ``session_platforms`` applies;
 - trusted project skills: offered only while their project is one of
   ``get_project_skills_dirs()`` and ``is_quarantined_project_skill`` (asked
-  off the gateway's loop, with the home passed explicitly) found it safe.
+  off the gateway's loop, with the home passed explicitly) found it safe;
+- organisation mirrors: only the active organisation's (``read_active_org_id``,
+  see orgs.py), and a switch asks for a re-index.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..skills.discovery import SkillsRoot
+from ..skills.discovery import SkillsRoot, read_active_org
 from .capabilities import parameters
 from .config import disabled_skill_names
+from .orgs import ActiveOrgs
 
 HERMES_ENVIRONMENTS = ("kanban", "docker", "s6")
 METADATA_NAMESPACE = "hermes"  # the namespace under a skill's ``metadata`` whose offer conditions Hermes applies
@@ -47,6 +50,7 @@ class Offer:
 
     exclude: frozenset[str]
     inactive_environments: frozenset[str]
+    reindex: bool = False  # the index no longer matches what Hermes offers (an organisation switch)
 
 
 def current_platform() -> str:
@@ -85,6 +89,17 @@ def _hermes(module: str, name: str) -> Callable | None:
     return found if callable(found) else None
 
 
+def read_active_org_id(skills_dir: Path) -> str:
+    """The active organisation of ``skills_dir``'s mirrors, as the running Hermes reads it ("" for none)."""
+    read = _hermes("agent.skill_utils", "read_active_org_id")
+    if read is None:
+        return read_active_org(skills_dir)
+    try:
+        return str(read(skills_dir) or "")
+    except Exception:  # noqa: BLE001 - as Hermes when it cannot read the marker: no organisation
+        return ""
+
+
 def hermes_skills_roots() -> list[SkillsRoot] | None:
     """The skills folders the running Hermes scans, in its order of precedence; None without Hermes.
 
@@ -118,10 +133,12 @@ class Eligibility:
         self._quarantine: dict[str, bool] = {}  # project SKILL.md -> quarantined, once Hermes has said
         self._scanning: set[str] = set()
         self._lock = threading.Lock()
+        self.orgs = ActiveOrgs(home / "skills", read_active_org_id)
 
     def offer(self, platform: str, gated: tuple[dict, ...]) -> Offer:
         """The exclusions for a message on ``platform`` (``""`` when unknown); never raises."""
-        return Offer(self.disabled(platform) | self._hidden(platform, gated), self.inactive_environments())
+        exclude = self.disabled(platform) | self._hidden(platform, gated) | self.orgs.hidden(gated)
+        return Offer(exclude, self.inactive_environments(), reindex=self.orgs.switched(gated))
 
     def disabled(self, platform: str) -> frozenset[str]:
         get_disabled = _hermes("agent.skill_utils", "get_disabled_skill_names")

@@ -97,7 +97,10 @@ class PluginRuntime:
 
     def offer(self, platform: str) -> Offer:
         """What a message on ``platform`` may be routed to (see eligibility.py)."""
-        return self.eligibility.offer(platform, self.client.status.gated)
+        offer = self.eligibility.offer(platform, self.client.status.gated)
+        if offer.reindex:
+            self.reindex()
+        return offer
 
     def reindex(self) -> None:
         """A skill changed on disk: have the worker bring the index up to date (now, or once it is ready)."""

@@ -88,7 +88,7 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
     except OSError:
         return
     seen: set[tuple[int, int]] = set()
-    active_org = _active_org(root)
+    active_org = read_active_org(root)
     pending = [root]  # folders still to list, the next one last (a stack: nesting depth costs no recursion)
     while pending:
         directory = pending.pop()
@@ -115,12 +115,26 @@ def _without_inactive_orgs(directory: Path, root: Path, active_org: str, childre
     return children
 
 
-def _active_org(root: Path) -> str:
+def read_active_org(root: Path) -> str:
     """The organisation named in ``root/_org/.active_org``; "" without one."""
     try:
-        return (root / ORG_MIRRORS / ACTIVE_ORG_MARKER).read_text(encoding="utf-8").strip()
+        return active_org_marker(root).read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return ""
+
+
+def active_org_marker(root: Path) -> Path:
+    """The file that names ``root``'s active organisation."""
+    return Path(root) / ORG_MIRRORS / ACTIVE_ORG_MARKER
+
+
+def org_of(path: str | Path, root: str | Path) -> str | None:
+    """The organisation whose mirror under ``root`` holds ``path``, or None outside ``root/_org/<org id>/``."""
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        return None
+    return parts[1] if len(parts) > 2 and parts[0] == ORG_MIRRORS else None
 
 
 def _list_once(directory: Path, seen: set[tuple[int, int]], skipped: list[SkippedFile]) -> list[os.DirEntry] | None:

@@ -35,7 +35,9 @@ taste. Lines with an ``event`` key report the worker's state
 log message (``{"event": "log", "level", "message"}``). ``gated`` (with
 ``ready``) lists the skills whose offer is for the host to decide, one
 ``{"name", "folder", "path", "conditions", "project_root"}`` each: those with
-offer conditions and those from a project root. ``conditions`` maps each
+offer conditions, those from a project root, and those from an organisation
+mirror, which also carry ``org`` (the organisation) and ``org_marker`` (the
+file that names the active one). ``conditions`` maps each
 agent namespace under the skill's ``metadata`` to the offer conditions it
 sets (see ``skills.parsing.CONDITION_KEYS``); the host applies its own.
 """

@@ -184,16 +184,21 @@ class RoutingWorker:
 
 
 def gated_skills(manifest) -> list[dict]:
-    """The skills whose offer the host decides (see protocol.py): offer conditions, or a project root."""
-    from ..skills.discovery import PROJECT
+    """The skills whose offer the host decides (see protocol.py): offer conditions, a project root, or an
+    organisation mirror (with the file that names the active organisation)."""
+    from ..skills.discovery import PROJECT, active_org_marker, org_of
 
     project_roots = [Path(root) for root, kind in manifest.root_kinds.items() if kind == PROJECT]
+    roots = [Path(root) for root in manifest.roots]
     gated = []
     for record in manifest.skills:
         project_root = next((str(r) for r in project_roots if Path(record.path).is_relative_to(r)), None)
-        if record.conditions or project_root:
+        org_root = next((r for r in roots if org_of(record.path, r)), None)
+        if record.conditions or project_root or org_root:
             gated.append({"name": record.name, "folder": record.folder, "path": record.path,
-                          "conditions": record.condition_map(), "project_root": project_root})
+                          "conditions": record.condition_map(), "project_root": project_root,
+                          **({"org": org_of(record.path, org_root), "org_marker": str(active_org_marker(org_root))}
+                             if org_root else {})})
     return gated
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -96,6 +97,60 @@ def test_a_skill_the_agent_writes_is_injected_from_the_next_message_with_no_buil
     llm.reply_text("Deleted it.")
     make_agent(llm, "deletes-a-skill").run_conversation("Please delete the bonsai skill again.")
     assert wait_until(lambda: runtime.client.status.skills == before, timeout=120), runtime.client.status.skills
+
+
+ACME = "How do I ship a new release of the billing service with the shipyard CLI?"
+ACME_SKILL = """\
+---
+name: acme-release
+description: Ship a release of the billing service with the shipyard CLI - tagging, canary and rollback.
+---
+# Releasing billing
+
+Tag the release, run `shipyard canary billing`, watch the error rate for ten minutes, then promote.
+"""
+GLOBEX = "Which greenhouse lamps should I buy for winter tomato seedlings?"
+GLOBEX_SKILL = """\
+---
+name: globex-greenhouse
+description: Choose greenhouse grow lamps for seedlings - spectrum, wattage and hours of light in winter.
+---
+# Greenhouse lamps
+
+Full-spectrum LED panels at about 30 W per square foot, 14-16 hours a day, 30 cm above the seedlings.
+"""
+
+
+def routed_skill(llm, session: str, message: str) -> str:
+    make_agent(llm, session).run_conversation(message)
+    return last_user_content(llm.chat_requests()[-1])
+
+
+def test_an_organisation_switch_takes_effect_from_the_next_message(llm, runtime, hermes_home):
+    """Hermes 0.21 offers only the active organisation's mirrored skills (``_org/<org>/``, named in
+    ``_org/.active_org``): the old organisation's are hidden at once, the new one's come with a re-index."""
+    skills = hermes_home.path / "skills"
+    for organisation, text in (("acme", ACME_SKILL), ("globex", GLOBEX_SKILL)):
+        folder = skills / "_org" / organisation / "ops" / f"{organisation}-skill"
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(text, encoding="utf-8")
+    marker = skills / "_org" / ".active_org"
+    before = runtime.client.status.skills
+    try:
+        marker.write_text("acme\n", encoding="utf-8")
+        build_index(hermes_home.path)
+        assert wait_until(lambda: runtime.client.status.skills == before + 1, timeout=60)
+        assert '<skill-context name="acme-release"' in routed_skill(llm, "org-acme", ACME)
+
+        marker.write_text("globex\n", encoding="utf-8")
+        assert '<skill-context name="acme-release"' not in routed_skill(llm, "org-switched", ACME)
+        assert wait_until(lambda: "globex-greenhouse" in {g["name"] for g in runtime.client.status.gated},
+                          timeout=120)
+        assert '<skill-context name="globex-greenhouse"' in routed_skill(llm, "org-globex", GLOBEX)
+    finally:
+        shutil.rmtree(skills / "_org")
+        build_index(hermes_home.path)
+        assert wait_until(lambda: runtime.client.status.skills == before, timeout=60)
 
 
 def test_an_agent_turn_installs_no_package(llm, runtime, monkeypatch):

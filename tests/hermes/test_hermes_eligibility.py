@@ -208,3 +208,51 @@ def test_an_organisation_mirror_counts_only_when_active(tmp_path):
     assert names() == ["mine"]
     (root / "_org" / ".active_org").write_text(textwrap.dedent("acme\n"))
     assert names() == ["acme-skill", "mine"]
+
+
+def set_active_org(skills_dir: Path, organisation: str) -> None:
+    marker = skills_dir / "_org" / ".active_org"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(organisation + "\n", encoding="utf-8")
+
+
+def test_an_organisation_switch_hides_the_old_organisations_skills_at_once_and_asks_for_a_re_index(home):
+    skills = home / "skills"
+    paths = write_skills(skills / "_org" / "acme", {"acme-deploy": ""}) + write_skills(skills, {"mine": ""})
+    set_active_org(skills, "acme")
+    gated = tuple(gated_skills(manifest_of(paths, skills)))
+    assert [(g["name"], g["org"]) for g in gated] == [("acme-deploy", "acme")]  # "mine" is nobody's mirror
+    rules = Eligibility(home, dict, OnceLogger())
+
+    first = rules.offer("", gated)
+    assert first.exclude == frozenset() and first.reindex is False
+
+    set_active_org(skills, "globex")
+    switched = rules.offer("", gated)
+    assert switched.exclude == {"acme-deploy"} and switched.reindex is True
+    settled = rules.offer("", gated)
+    assert settled.exclude == {"acme-deploy"} and settled.reindex is False  # one re-index per switch
+
+    (skills / "_org" / ".active_org").unlink()  # no organisation: no mirrored skill
+    gone = rules.offer("", gated)
+    assert gone.exclude == {"acme-deploy"} and gone.reindex is True
+
+
+def test_the_active_organisation_is_the_one_the_running_hermes_reads(home, monkeypatch):
+    """upstream agent/skill_utils.py:read_active_org_id(skills_dir) -> Optional[str]; absent from 0.19."""
+    import agent.skill_utils
+
+    skills = home / "skills"
+    paths = write_skills(skills / "_org" / "acme", {"acme-deploy": ""})
+    set_active_org(skills, "acme")
+    gated = tuple(gated_skills(manifest_of(paths, skills)))
+    asked = []
+
+    def read_active_org_id(skills_dir):
+        asked.append(Path(skills_dir))
+        return None  # this Hermes finds no active organisation, whatever the file says
+
+    monkeypatch.setattr(agent.skill_utils, "read_active_org_id", read_active_org_id, raising=False)
+
+    assert Eligibility(home, dict, OnceLogger()).offer("", gated).exclude == {"acme-deploy"}
+    assert asked == [skills]
