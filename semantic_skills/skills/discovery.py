@@ -130,11 +130,11 @@ def active_org_marker(root: Path) -> Path:
 
 def org_of(path: str | Path, root: str | Path) -> str | None:
     """The organisation whose mirror under ``root`` holds ``path``, or None outside ``root/_org/<org id>/``."""
-    try:
-        parts = Path(path).relative_to(root).parts
-    except ValueError:
+    mirrors = os.path.join(str(root), ORG_MIRRORS, "")
+    if not str(path).startswith(mirrors):
         return None
-    return parts[1] if len(parts) > 2 and parts[0] == ORG_MIRRORS else None
+    organisation, separator, rest = str(path)[len(mirrors):].partition(os.sep)
+    return organisation if separator and rest else None
 
 
 def _list_once(directory: Path, seen: set[tuple[int, int]], skipped: list[SkippedFile]) -> list[os.DirEntry] | None:
