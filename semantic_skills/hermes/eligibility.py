@@ -137,8 +137,9 @@ class Eligibility:
 
     def offer(self, platform: str, gated: tuple[dict, ...]) -> Offer:
         """The exclusions for a message on ``platform`` (``""`` when unknown); never raises."""
-        exclude = self.disabled(platform) | self._hidden(platform, gated) | self.orgs.hidden(gated)
-        return Offer(exclude, self.inactive_environments(), reindex=self.orgs.switched(gated))
+        other_orgs, org_switched = self.orgs.check(gated)
+        exclude = self.disabled(platform) | self._hidden(platform, gated) | other_orgs
+        return Offer(exclude, self.inactive_environments(), reindex=org_switched)
 
     def disabled(self, platform: str) -> frozenset[str]:
         get_disabled = _hermes("agent.skill_utils", "get_disabled_skill_names")

@@ -28,9 +28,20 @@ class ActiveOrgs:
         self._read = read
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[object, str]] = {}  # marker -> (its file stamp, the organisation)
-        self._seen: dict[str, str] = {}  # marker -> the organisation at the last switched() call
+        self._seen: dict[str, str] = {}  # marker -> the organisation at the last check()
 
-    def active(self, marker: str) -> str:
+    def check(self, gated: Iterable[dict]) -> tuple[frozenset[str], bool]:
+        """The mirrored skills in ``gated`` of an organisation that is not active now, and whether a folder's
+        active organisation changed since the last call (the first sighting is no change)."""
+        gated = [g for g in gated if g.get("org")]
+        now = {marker: self._active(marker) for marker in {self._home_marker, *(g["org_marker"] for g in gated)}}
+        hidden = frozenset(g["name"] for g in gated if g["org"] != now[g["org_marker"]])
+        with self._lock:
+            before = {marker: self._seen.setdefault(marker, organisation) for marker, organisation in now.items()}
+            self._seen.update(now)
+        return hidden, before != now
+
+    def _active(self, marker: str) -> str:
         stamp = file_stamp(marker)
         with self._lock:
             cached = self._cache.get(marker)
@@ -40,16 +51,3 @@ class ActiveOrgs:
         with self._lock:
             self._cache[marker] = (stamp, organisation)
         return organisation
-
-    def hidden(self, gated: Iterable[dict]) -> frozenset[str]:
-        """The mirrored skills in ``gated`` that belong to an organisation that is not active now."""
-        return frozenset(g["name"] for g in gated if g.get("org") and g["org"] != self.active(g["org_marker"]))
-
-    def switched(self, gated: Iterable[dict]) -> bool:
-        """Whether a folder's active organisation changed since the last call (the first sighting is no change)."""
-        markers = {self._home_marker, *(g["org_marker"] for g in gated if g.get("org_marker"))}
-        now = {marker: self.active(marker) for marker in markers}
-        with self._lock:
-            before = {marker: self._seen.setdefault(marker, organisation) for marker, organisation in now.items()}
-            self._seen.update(now)
-        return before != now
