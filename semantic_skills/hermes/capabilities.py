@@ -121,11 +121,20 @@ def _function(module: str, name: str):
     return found
 
 
+def hermes_function(module: str, name: str) -> Callable | None:
+    """``module.name`` from the running Hermes if the module imports and it is callable, else None.
+
+    Imports the module: call it off hot paths, or where Hermes has already loaded it.
+    """
+    found = _function(module, name)
+    return found if callable(found) else None
+
+
 def _present(module: str, names: tuple[str, ...], found: str, missing: str) -> Callable[[], tuple[bool, str]]:
     """A probe that finds every one of ``names`` in ``module``; ``found`` / ``missing`` say what follows."""
 
     def check() -> tuple[bool, str]:
-        present = all(callable(_function(module, name)) for name in names)
+        present = all(hermes_function(module, name) for name in names)
         return (True, found) if present else (False, missing)
 
     return check
@@ -177,7 +186,7 @@ def _pending_input() -> tuple[bool, str]:
     found = [f"{module}.{name}" for module, name in (("tools.clarify_gateway", "get_pending_for_session"),
                                                       ("tools.slash_confirm", "get_pending"),
                                                       ("tools.approval", "has_blocking_approval"))
-             if callable(_function(module, name))]
+             if hermes_function(module, name)]
     if not found:
         return False, "no clarify, confirm or approval state found: replies to such prompts may be routed"
     return True, "replies to pending prompts pass through untouched (" + ", ".join(found) + ")"
@@ -187,7 +196,7 @@ def _secret_capture() -> tuple[bool, str]:
     if _module("tools.secret_capture_gateway") is None:
         return False, "this Hermes never captures a secret from chat: nothing to guard"
     for name in ("get_pending_for_session", "has_pending"):
-        if callable(_function("tools.secret_capture_gateway", name)):
+        if hermes_function("tools.secret_capture_gateway", name):
             return True, f"a message awaited as a secret is never routed, embedded or logged ({name})"
     return False, ("tools.secret_capture_gateway has no get_pending_for_session or has_pending: every gateway "
                    "message passes through unrouted while that module is loaded")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..skills.discovery import SkillsRoot, read_active_org
-from .capabilities import parameters
+from .capabilities import hermes_function, parameters
 from .config import disabled_skill_names
 from .orgs import ActiveOrgs
 
@@ -80,18 +80,9 @@ def session_tools(home: Path, platform: str) -> tuple[frozenset[str], frozenset[
         return _tool_views.get((str(home), platform))
 
 
-def _hermes(module: str, name: str) -> Callable | None:
-    """``module.name`` from the running Hermes, or None (imports the module: call off hot paths or once)."""
-    try:
-        found = getattr(__import__(module, fromlist=[name]), name, None)
-    except Exception:  # noqa: BLE001 - not this Hermes
-        return None
-    return found if callable(found) else None
-
-
 def read_active_org_id(skills_dir: Path) -> str:
     """The active organisation of ``skills_dir``'s mirrors, as the running Hermes reads it ("" for none)."""
-    read = _hermes("agent.skill_utils", "read_active_org_id")
+    read = hermes_function("agent.skill_utils", "read_active_org_id")
     if read is None:
         return read_active_org(skills_dir)
     try:
@@ -106,11 +97,11 @@ def hermes_skills_roots() -> list[SkillsRoot] | None:
     Trusted project folders first (Hermes 0.21+, for the current directory),
     then the profile's own, ``skills.create_dir`` and ``skills.external_dirs``.
     """
-    all_dirs = _hermes("agent.skill_utils", "get_all_skills_dirs")
+    all_dirs = hermes_function("agent.skill_utils", "get_all_skills_dirs")
     if all_dirs is None:
         return None
-    external_dirs = _hermes("agent.skill_utils", "get_external_skills_dirs")
-    project_dirs = _hermes("agent.skill_utils", "get_project_skills_dirs")
+    external_dirs = hermes_function("agent.skill_utils", "get_external_skills_dirs")
+    project_dirs = hermes_function("agent.skill_utils", "get_project_skills_dirs")
     try:
         external = {Path(d).resolve() for d in (external_dirs() if external_dirs else ())}
         roots = [SkillsRoot(Path(d).resolve(), project=True) for d in (project_dirs() if project_dirs else ())]
@@ -142,7 +133,7 @@ class Eligibility:
         return Offer(exclude, self.inactive_environments(), reindex=org_switched)
 
     def disabled(self, platform: str) -> frozenset[str]:
-        get_disabled = _hermes("agent.skill_utils", "get_disabled_skill_names")
+        get_disabled = hermes_function("agent.skill_utils", "get_disabled_skill_names")
         if get_disabled is not None:
             try:
                 return frozenset(get_disabled(platform or None))
@@ -152,7 +143,7 @@ class Eligibility:
         return disabled_skill_names(self._config(), platform or None)
 
     def inactive_environments(self) -> frozenset[str]:
-        matches = _hermes("agent.skill_utils", "skill_matches_environment")
+        matches = hermes_function("agent.skill_utils", "skill_matches_environment")
         try:
             return frozenset(env for env in HERMES_ENVIRONMENTS if not matches({"environments": [env]}))
         except Exception as exc:  # noqa: BLE001 - no detection: hide nothing for its environments
@@ -176,7 +167,7 @@ class Eligibility:
         return frozenset(hidden)
 
     def _condition_rule(self, platform: str) -> Callable[[dict], bool]:
-        should_show = _hermes("agent.prompt_builder", "_skill_should_show")
+        should_show = hermes_function("agent.prompt_builder", "_skill_should_show")
         if should_show is None:
             self._log_once(logging.WARNING, "this Hermes has no _skill_should_show: skills with requires_* or "
                                             "fallback_for_* conditions are offered whatever the session's tools")
@@ -195,7 +186,7 @@ class Eligibility:
         return shows
 
     def _active_project_dirs(self) -> set[str]:
-        project_dirs = _hermes("agent.skill_utils", "get_project_skills_dirs")
+        project_dirs = hermes_function("agent.skill_utils", "get_project_skills_dirs")
         try:
             return {str(Path(d)) for d in project_dirs()} if project_dirs else set()
         except Exception:  # noqa: BLE001 - cannot tell: no project is active
@@ -211,7 +202,7 @@ class Eligibility:
         return verdict is not False
 
     def _scan(self, path: str) -> None:
-        quarantined = _hermes("agent.skill_utils", "is_quarantined_project_skill")
+        quarantined = hermes_function("agent.skill_utils", "is_quarantined_project_skill")
         verdict = True
         try:
             with hermes_home_bound(self.home):
