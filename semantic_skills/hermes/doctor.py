@@ -143,20 +143,19 @@ def _same_file(a: Path, b: Path) -> bool:
 def dependencies_check(setup: Setup) -> Check:
     """The core libraries import here, and the embedder's packages are installed."""
     backend = setup.backend
-    broken = []
+    core_broken = []
     for module in CORE_MODULES:
         try:
             __import__(module)
         except Exception as exc:  # noqa: BLE001 - a broken binary is as missing as an absent one
-            broken.append(f"{module} ({type(exc).__name__})")
-    broken += missing_modules(EMBEDDER_MODULES[backend])
+            core_broken.append(f"{module} ({type(exc).__name__})")
+    broken = core_broken + missing_modules(EMBEDDER_MODULES[backend])
     facts = {"python": sys.executable, "backend": backend, "missing": broken}
     if not broken:
         return Check("dependencies", OK, f"{', '.join(CORE_MODULES)} and the {backend} embedder's packages are "
                                          f"installed in {sys.executable}", facts=facts)
     fix = f"install the plugin's dependencies into this Python: {install_command(backend)}"
-    if backend != "onnx" and broken == missing_modules(EMBEDDER_MODULES[backend]) \
-            and not missing_modules(EMBEDDER_MODULES["onnx"]):
+    if backend != "onnx" and not core_broken and not missing_modules(EMBEDDER_MODULES["onnx"]):
         fix = (f"set embedder: onnx under plugins.entries.{PLUGIN_NAME}.settings in {setup.home / 'config.yaml'} "
                f"(its packages are installed: the torch-free install), or {fix}")
     return Check("dependencies", FAIL, f"not installed in {sys.executable}: {', '.join(broken)}", fix, facts)
