@@ -150,7 +150,7 @@ class FakeEmbeddingServer:
         self._httpd.server_close()
 
 
-READY_SECONDS = 240
+WORKER_READY_SECONDS = 240  # a cold worker on a loaded 2-core machine
 
 
 class Worker:
@@ -179,7 +179,7 @@ class Worker:
         assert answer["id"] == request_id
         return answer
 
-    def wait_for_state(self, state: str, timeout: float = READY_SECONDS) -> dict:
+    def wait_for_state(self, state: str, timeout: float = WORKER_READY_SECONDS) -> dict:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.ask("ping")["state"] == state:
@@ -199,3 +199,13 @@ def thread_nice_values(pid: int) -> dict[int, int]:
         fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
         values[int(task.name)] = int(fields[16])
     return values
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` seconds pass; its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

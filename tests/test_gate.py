@@ -33,6 +33,3 @@ def test_the_verdict_needs_both_the_floor_and_the_relative_gap(similarity, gap, 
 def test_relative_gap_divides_by_the_separation_with_a_lower_bound():
     assert relative_gap(0.8, 0.5, 0.6) == pytest.approx(0.5)
     assert relative_gap(0.8, 0.5, 0.0) == pytest.approx(0.3 / MIN_SEPARATION)
-
-
-# --------------------------------------------------------------------------- precomputed statistics

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from semantic_skills.worker.client import RouterClient
 from semantic_skills.worker.priority import BACKGROUND_NICENESS, lower_this_threads_priority
 from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
 
-from support import EXAMPLES, READY_SECONDS, REPO, Worker, thread_nice_values, write_skill
+from support import EXAMPLES, REPO, WORKER_READY_SECONDS, Worker, thread_nice_values, wait_until, write_skill
 
 PDF = "convert this scanned PDF into clean markdown"
 PDF_SKILL = EXAMPLES / "skills" / "documents" / "pdf-to-markdown" / "SKILL.md"
@@ -55,9 +54,7 @@ def worker(big_index):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
 def test_once_ready_the_loader_steps_back_and_the_request_thread_keeps_its_priority(worker):
     pid, started_at = worker.process.pid, os.getpriority(os.PRIO_PROCESS, 0)
-    deadline = time.monotonic() + 10
-    while started_at + BACKGROUND_NICENESS not in thread_nice_values(pid).values() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: started_at + BACKGROUND_NICENESS in thread_nice_values(pid).values(), timeout=10, interval=0.05)
 
     nice = thread_nice_values(pid)
     assert started_at + BACKGROUND_NICENESS in nice.values()  # the loader, which swaps rebuilt indexes in
@@ -156,7 +153,7 @@ def test_a_relative_index_folder_is_the_one_in_the_hosts_working_directory(examp
     client = RouterClient(Path(os.path.relpath(examples_index, tmp_path)), restart_delays=(60,))
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.status.detail
+        assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
         assert client.route(PDF, (), 60).data["skill"] == "pdf-to-markdown"
     finally:
         client.close()
@@ -166,19 +163,17 @@ def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(e
     client = RouterClient(examples_index, restart_delays=(60,))
     client.start()
     try:
-        assert client.wait_ready(READY_SECONDS), client.status.detail
+        assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
         first = client._process.pid
         client.configure(examples_index, EmbedderSettings())
         assert client.ready and client._process.pid == first
 
         client.configure(examples_index, EmbedderSettings(backend="onnx"))
-        deadline = time.monotonic() + READY_SECONDS
-        while client.status.state != FAILED and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: client.status.state == FAILED, timeout=WORKER_READY_SECONDS, interval=0.05)
         mismatch = (client.status.state, client.status.detail, client._process.pid if client._process else None)
 
         client.configure(examples_index, EmbedderSettings())
-        assert client.wait_ready(READY_SECONDS), client.status.detail
+        assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
         answer = client.route(PDF, (), timeout=30)
     finally:
         client.close()

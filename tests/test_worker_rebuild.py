@@ -20,7 +20,7 @@ from semantic_skills.worker.priority import BACKGROUND_NICENESS
 from semantic_skills.worker.protocol import READY, Startup
 from semantic_skills.worker.rebuild import Rebuilder
 
-from support import EXAMPLES, Worker, thread_nice_values, write_skill
+from support import EXAMPLES, Worker, thread_nice_values, wait_until, write_skill
 
 BONSAI = "how do I repot a juniper bonsai whose roots circle the pot"
 BONSAI_SKILL = """\
@@ -59,15 +59,6 @@ def ready_events(worker: Worker) -> list[dict]:
     return [e for e in worker.events if e.get("state") == READY]
 
 
-def wait_for(predicate, timeout: float = 120) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
-
-
 def test_a_rebuild_request_brings_in_new_and_deleted_skills_from_the_index_roots(home):
     local, _shared, index = home
     worker = Worker(Startup(str(index)))
@@ -77,7 +68,7 @@ def test_a_rebuild_request_brings_in_new_and_deleted_skills_from_the_index_roots
 
         write_skill(local, "gardening/bonsai-repotting", BONSAI_SKILL)
         assert worker.ask("rebuild")["ok"] is True
-        assert wait_for(lambda: ready_events(worker)[-1]["skills"] == first["skills"] + 1)
+        assert wait_until(lambda: ready_events(worker)[-1]["skills"] == first["skills"] + 1, timeout=120)
         assert worker.ask("route", text=BONSAI, exclude=[])["skill"] == "bonsai-repotting"
         if sys.platform.startswith("linux"):  # the loader and the rebuild thread yield to routing
             nice, started_at = thread_nice_values(worker.process.pid), os.getpriority(os.PRIO_PROCESS, 0)
@@ -88,7 +79,7 @@ def test_a_rebuild_request_brings_in_new_and_deleted_skills_from_the_index_roots
 
         shutil.rmtree(local / "gardening")
         assert worker.ask("rebuild")["ok"] is True
-        assert wait_for(lambda: ready_events(worker)[-1]["skills"] == first["skills"])
+        assert wait_until(lambda: ready_events(worker)[-1]["skills"] == first["skills"], timeout=120)
     finally:
         worker.close()
     manifest, _ = load_index(index)
@@ -131,5 +122,5 @@ def test_a_rebuild_waits_for_another_build_to_finish(home, bundled_embedder):
     released.set()
     holder.join()
 
-    assert wait_for(lambda: "bonsai-repotting" in {r.name for r in load_index(index)[0].skills}, timeout=60)
-    assert wait_for(lambda: any("1 added" in m for m in logged), timeout=10)
+    assert wait_until(lambda: "bonsai-repotting" in {r.name for r in load_index(index)[0].skills}, timeout=60)
+    assert wait_until(lambda: any("1 added" in m for m in logged), timeout=10)

@@ -91,3 +91,17 @@ def gateway(plugin_manager, tmp_path, monkeypatch) -> Gateway:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
     return Gateway(tmp_path / "sessions")
+
+
+@pytest.fixture()
+def routing_requests(runtime, monkeypatch) -> list[tuple]:
+    """Every request the plugin sends to the routing worker during the test."""
+    sent = []
+    submit = runtime.client.submit
+
+    def counting_submit(op, **payload):
+        sent.append((op, payload.get("text")))
+        return submit(op, **payload)
+
+    monkeypatch.setattr(runtime.client, "submit", counting_submit)
+    return sent

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,11 +17,12 @@ from unittest.mock import AsyncMock, MagicMock
 import pytest
 import yaml
 
+from support import WORKER_READY_SECONDS, wait_until  # noqa: F401 - the kit's users import them here
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_SKILLS = REPO / "examples" / "skills"
 HERMES = Path(sys.executable).with_name("hermes")
 PLUGIN = "semantic-skills"
-WORKER_READY_SECONDS = 240
 
 
 def subprocess_env(home: Path) -> dict[str, str]:
@@ -139,13 +139,11 @@ class HermesHome:
         return self.path / "skills_index"
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
+def set_active_org(skills_dir: Path, organisation: str) -> None:
+    """Name ``organisation`` as the active one of ``skills_dir``'s ``_org`` mirrors, as Hermes 0.21 records it."""
+    marker = skills_dir / "_org" / ".active_org"
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(organisation + "\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- gateway

@@ -65,33 +65,23 @@ def event(text: str):
     return types.SimpleNamespace(text=text, source=source, internal=False)
 
 
-@pytest.fixture()
-def routed(runtime, monkeypatch) -> list[str]:
-    """The text of every routing request the hook sends during the test."""
-    sent = []
-    submit = runtime.client.submit
-
-    def counting_submit(op, **payload):
-        sent.append(payload.get("text"))
-        return submit(op, **payload)
-
-    monkeypatch.setattr(runtime.client, "submit", counting_submit)
-    return sent
+def texts(requests: list[tuple]) -> list[str]:
+    return [text for _op, text in requests]
 
 
 def dispatch(runtime, gateway, text: str):
     return hooks.pre_gateway_dispatch(runtime, event=event(text), gateway=gateway, session_store=None)
 
 
-def test_the_0_21_authorization_method_is_asked(runtime, routed):
+def test_the_0_21_authorization_method_is_asked(runtime, routing_requests):
     """upstream gateway inbound mixin: ``self._is_user_authorized_for_source(source)``; 0.19's
     ``_is_user_authorized`` is gone there."""
     assert dispatch(runtime, MainGateway(), DOCKER)["action"] == "rewrite"  # the control
     assert dispatch(runtime, MainGateway(authorized=False), DOCKER) is None
-    assert routed == [DOCKER]
+    assert texts(routing_requests) == [DOCKER]
 
 
-def test_the_newest_verdict_wins_and_a_failing_check_refuses(runtime, routed):
+def test_the_newest_verdict_wins_and_a_failing_check_refuses(runtime, routing_requests):
     both = MainGateway(authorized=False)
     both._is_user_authorized = lambda source: True  # an older method left beside it must not overrule it
     assert dispatch(runtime, both, DOCKER) is None
@@ -103,18 +93,19 @@ def test_the_newest_verdict_wins_and_a_failing_check_refuses(runtime, routed):
     neither = MainGateway()
     neither._is_user_authorized_for_source = None
     assert dispatch(runtime, neither, DOCKER) is None
-    assert routed == []
+    assert texts(routing_requests) == []
 
 
-def test_an_update_answer_in_the_session_state_is_left_alone(runtime, routed):
+def test_an_update_answer_in_the_session_state_is_left_alone(runtime, routing_requests):
     """upstream ``GatewayInboundMixin._hm_update_prompt_reply``: ``_peek_session_state(key).persistent
     .update_prompt_pending`` replaces 0.19's ``gateway._update_prompt_pending`` dict."""
     assert dispatch(runtime, MainGateway(update_pending=True), DOCKER) is None
     assert dispatch(runtime, MainGateway(update_pending=False), DOCKER)["action"] == "rewrite"
-    assert routed == [DOCKER]
+    assert texts(routing_requests) == [DOCKER]
 
 
-def test_a_message_awaited_as_a_secret_is_never_routed_embedded_or_logged(runtime, routed, monkeypatch, caplog):
+def test_a_message_awaited_as_a_secret_is_never_routed_embedded_or_logged(runtime, routing_requests, monkeypatch,
+                                                                          caplog):
     """upstream tools/secret_capture_gateway.py: a pending capture makes the next typed message the secret."""
     module = secret_capture_module()
     monkeypatch.setitem(sys.modules, "tools.secret_capture_gateway", module)
@@ -126,13 +117,14 @@ def test_a_message_awaited_as_a_secret_is_never_routed_embedded_or_logged(runtim
     with caplog.at_level(logging.DEBUG):
         assert dispatch(runtime, gateway, SECRET) is None
 
-    assert routed == [SECRET]  # the control's request only
+    assert texts(routing_requests) == [SECRET]  # the control's request only
     assert SECRET not in caplog.text and "sk-live" not in caplog.text
     assert not runtime.turns.take("telegram", "42", None, SECRET)  # not even filed for pre_llm_call
 
 
 @pytest.mark.parametrize("present", [("has_pending",), ()], ids=["has_pending only", "neither function"])
-def test_a_secret_capture_module_of_another_shape_still_holds_messages_back(runtime, routed, monkeypatch, present):
+def test_a_secret_capture_module_of_another_shape_still_holds_messages_back(runtime, routing_requests, monkeypatch,
+                                                                            present):
     module = secret_capture_module()
     gateway = MainGateway()
     module.register("secret-1", gateway.key, "OPENAI_API_KEY", "Paste your key")
@@ -142,4 +134,4 @@ def test_a_secret_capture_module_of_another_shape_still_holds_messages_back(runt
     monkeypatch.setitem(sys.modules, "tools.secret_capture_gateway", module)
 
     assert dispatch(runtime, gateway, SECRET) is None
-    assert routed == []
+    assert texts(routing_requests) == []

@@ -146,17 +146,23 @@ def test_full_mode_hands_hermes_exactly_what_it_passed(hermes_main, monkeypatch)
                      "skills_dir_override": AGENT.skills_dir}]
 
 
-def test_the_old_three_parameter_replacement_would_have_raised(hermes_main, monkeypatch):
+def test_the_wrapper_takes_the_call_an_old_three_parameter_replacement_failed(hermes_main, monkeypatch):
     """upstream agent/system_prompt.py passes skills_dir_override= by keyword: the wrapper this plugin
-    had until 0.19 only (three named parameters) fails there with TypeError, so every prompt build fails."""
+    had until 0.19 only (three named parameters) fails there with TypeError, so every prompt build fails;
+    the installed wrapper takes the same call."""
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
+    original = hermes_main.build_skills_system_prompt
 
     def old_replacement(available_tools=None, available_toolsets=None, compact_categories=None):
         return prompt_stub.compact_skills_prompt(available_tools, SEAL)
 
     monkeypatch.setattr(hermes_main, "build_skills_system_prompt", old_replacement)
-    with pytest.raises(TypeError, match="skills_dir_override"):
+    with pytest.raises(TypeError, match="skills_dir_override"):  # the control
         sys.modules["agent.system_prompt"].skills_prompt(AGENT)
+
+    monkeypatch.setattr(hermes_main, "build_skills_system_prompt", original)
+    assert prompt_stub.install(lambda: "compact", sealed, OnceLogger())
+    assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
 def test_a_real_attribute_on_run_agent_is_replaced_too(hermes_main, monkeypatch):

@@ -14,7 +14,8 @@ import yaml
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
 
 from fake_llm import FakeChatServer, last_user_content, make_agent
-from hermes_testkit import build_index, run_hermes, wait_until, worker_processes
+from hermes_testkit import build_index, run_hermes, set_active_org, wait_until, worker_processes
+from support import write_skill
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
@@ -131,18 +132,15 @@ def test_an_organisation_switch_takes_effect_from_the_next_message(llm, runtime,
     ``_org/.active_org``): the old organisation's are hidden at once, the new one's come with a re-index."""
     skills = hermes_home.path / "skills"
     for organisation, text in (("acme", ACME_SKILL), ("globex", GLOBEX_SKILL)):
-        folder = skills / "_org" / organisation / "ops" / f"{organisation}-skill"
-        folder.mkdir(parents=True)
-        (folder / "SKILL.md").write_text(text, encoding="utf-8")
-    marker = skills / "_org" / ".active_org"
+        write_skill(skills / "_org" / organisation, f"ops/{organisation}-skill", text)
     before = runtime.client.status.skills
     try:
-        marker.write_text("acme\n", encoding="utf-8")
+        set_active_org(skills, "acme")
         build_index(hermes_home.path)
         assert wait_until(lambda: runtime.client.status.skills == before + 1, timeout=60)
         assert '<skill-context name="acme-release"' in routed_skill(llm, "org-acme", ACME)
 
-        marker.write_text("globex\n", encoding="utf-8")
+        set_active_org(skills, "globex")
         assert '<skill-context name="acme-release"' not in routed_skill(llm, "org-switched", ACME)
         assert wait_until(lambda: "globex-greenhouse" in {g["name"] for g in runtime.client.status.gated},
                           timeout=120)

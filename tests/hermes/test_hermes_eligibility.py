@@ -3,7 +3,6 @@ contract tests (fakes shaped as upstream main declares) for what only 0.21 has."
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,8 @@ from semantic_skills.skills.discovery import PROJECT
 from semantic_skills.skills.parsing import parse_skill
 from semantic_skills.worker.server import gated_skills
 
-from hermes_testkit import wait_until
+from hermes_testkit import set_active_org, wait_until
+from support import write_skill
 
 CONDITIONED = {
     "browser-fallback": "metadata:\n  hermes:\n    fallback_for_tools: [browser_navigate]\n",
@@ -30,13 +30,9 @@ CONDITIONED = {
 
 
 def write_skills(skills_dir: Path, skills: dict[str, str]) -> list[Path]:
-    paths = []
-    for name, extra in skills.items():
-        path = skills_dir / "cat" / name / "SKILL.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"---\nname: {name}\ndescription: {name} skill\n{extra}---\n# {name}\n", encoding="utf-8")
-        paths.append(path)
-    return paths
+    return [write_skill(skills_dir, f"cat/{name}",
+                        f"---\nname: {name}\ndescription: {name} skill\n{extra}---\n# {name}\n")
+            for name, extra in skills.items()]
 
 
 def manifest_of(paths: list[Path], root: Path, root_kinds: dict[str, str] | None = None) -> Manifest:
@@ -206,14 +202,8 @@ def test_an_organisation_mirror_counts_only_when_active(tmp_path):
     names = lambda: sorted(s.name for s in discover_skills([SkillsRoot(root)]).skills)  # noqa: E731
 
     assert names() == ["mine"]
-    (root / "_org" / ".active_org").write_text(textwrap.dedent("acme\n"))
+    set_active_org(root, "acme")
     assert names() == ["acme-skill", "mine"]
-
-
-def set_active_org(skills_dir: Path, organisation: str) -> None:
-    marker = skills_dir / "_org" / ".active_org"
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(organisation + "\n", encoding="utf-8")
 
 
 def test_an_organisation_switch_hides_the_old_organisations_skills_at_once_and_asks_for_a_re_index(home):

@@ -24,20 +24,6 @@ def docker_body() -> str:
     return strip_front_matter(text).strip("\n")
 
 
-@pytest.fixture()
-def routing_requests(runtime, monkeypatch) -> list[tuple]:
-    """Every request the plugin sends to the routing worker during the test."""
-    sent = []
-    submit = runtime.client.submit
-
-    def counting_submit(op, **payload):
-        sent.append((op, payload.get("text")))
-        return submit(op, **payload)
-
-    monkeypatch.setattr(runtime.client, "submit", counting_submit)
-    return sent
-
-
 def test_matching_message_reaches_the_agent_with_the_skill_before_the_original_text(gateway):
     turn = gateway.send(DOCKER, gateway.new_user())
 

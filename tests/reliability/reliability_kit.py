@@ -23,9 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hermes"))  # he
 from semantic_skills.embedders.base import Embedder, EmbedderIdentity  # noqa: E402
 
 from hermes_testkit import NO_RUNTIME_INSTALLS  # noqa: E402
-from support import EXAMPLES, REPO, write_skill  # noqa: E402
+from support import EXAMPLES, REPO, WORKER_READY_SECONDS, write_skill  # noqa: E402, F401 - the kit's users import it here
 
-WORKER_READY_SECONDS = 240
 KEY_ENV = "RELIABILITY_EMBEDDINGS_KEY"
 
 # Skills Hermes would not offer, each the best match for its own query.
@@ -200,3 +199,12 @@ def refuse_unreadable_paths(monkeypatch) -> None:
 
     for module, name in ((os, "scandir"), (os, "open"), (io, "open"), (builtins, "open")):
         monkeypatch.setattr(module, name, guarded(getattr(module, name)))
+
+
+def agent_context(text: str, platform: str, session: str) -> str:
+    """What ``pre_llm_call`` (the CLI, cron and API server paths) adds for ``text``, through Hermes' dispatcher."""
+    from hermes_cli.plugins import invoke_hook
+
+    results = invoke_hook("pre_llm_call", session_id=session, user_message=text, platform=platform, sender_id="",
+                          conversation_history=[], is_first_turn=True)
+    return "".join(r["context"] for r in results)

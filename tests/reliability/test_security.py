@@ -33,6 +33,7 @@ from reliability_kit import (
     OVERSIZED_QUERY,
     OVERSIZED_SKILL,
     WORKER_READY_SECONDS,
+    agent_context,
     litellm_settings,
     make_home,
     plugin_loaded,
@@ -50,15 +51,6 @@ def search_skills(args) -> dict:
     answer = registry.dispatch("search_skills", args)
     assert isinstance(answer, str)
     return json.loads(answer)
-
-
-def agent_context(text: str, platform: str, session: str) -> str:
-    """What ``pre_llm_call`` (CLI, cron, API server paths) adds for ``text``."""
-    from hermes_cli.plugins import invoke_hook
-
-    results = invoke_hook("pre_llm_call", session_id=session, user_message=text, platform=platform, sender_id="",
-                          conversation_history=[], is_first_turn=True)
-    return "".join(r["context"] for r in results)
 
 
 # --------------------------------------------------------------------------- what Hermes would not offer
