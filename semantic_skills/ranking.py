@@ -14,7 +14,7 @@ index without them would give.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import numpy as np
@@ -28,6 +28,7 @@ LEXICAL_WEIGHT = 0.05
 SHORTLIST = 64
 # Nearest other skills kept per skill: the first NEIGHBOURS eligible ones give its separation.
 NEIGHBOUR_TABLE = NEIGHBOURS + 16
+ENVIRONMENT_MASKS_KEPT = 16  # offer masks kept per index, one per set of inactive environments a request named
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,10 @@ class IndexState:
     in a small index), best first, and ``neighbour_cosine[i]`` their cosines.
     ``offered`` marks the skills this machine may offer (``platforms:``, and
     ``environments:`` against the inactive environments the index was opened
-    with; ``platform_ok`` is the first half alone); ``positions`` maps each
-    name and folder to its skills, so a message's exclusions cost a lookup per name.
+    with; ``platform_ok`` is the first half alone), and ``offered_by_environments``
+    the same for other inactive environments, computed once per set a request names;
+    ``positions`` maps each name and folder to its skills, so a message's
+    exclusions cost a lookup per name.
     """
 
     manifest: Manifest
@@ -54,6 +57,7 @@ class IndexState:
     offered: np.ndarray
     positions: dict[str, list[int]]
     platform_ok: np.ndarray
+    offered_by_environments: dict[frozenset[str], np.ndarray] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None,
@@ -76,12 +80,20 @@ class IndexState:
 
         ``inactive_environments``, when given, replaces the ones the index was opened with.
         """
-        if inactive_environments is None:
-            mask = self.offered.copy()
-        else:
-            mask = self.platform_ok & _environments_mask(self.manifest, inactive_environments)
+        mask = (self.offered if inactive_environments is None else self._offered_with(inactive_environments)).copy()
         for name in exclude:
             mask[self.positions.get(name, [])] = False
+        return mask
+
+
+    def _offered_with(self, inactive_environments: frozenset[str]) -> np.ndarray:
+        masks = self.offered_by_environments
+        mask = masks.get(inactive_environments)
+        if mask is None:
+            if len(masks) >= ENVIRONMENT_MASKS_KEPT:
+                masks.clear()
+            mask = masks[inactive_environments] = self.platform_ok & _environments_mask(self.manifest,
+                                                                                          inactive_environments)
         return mask
 
 
