@@ -119,6 +119,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
         return
 
     identity = old.embedder if reusable else wanted
+    kept_terms = {path: diff.records[path].terms for path in kept}  # a reused skill has no body to read
     vectors_by_path: dict[str, np.ndarray] = {}
     if to_embed:
         identity, vectors_by_path = embedding(to_embed)
@@ -136,7 +137,6 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.embedder = identity.describe()
     for path, (start, count) in kept.items():
         vectors_by_path[path] = old_vectors[start : start + count]
-    kept_terms = {path: diff.records[path].terms for path in kept}  # a reused skill has no body to read
     manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, roots, old.router if reusable else {})
     write_index(index_dir, manifest, vectors)
     report.wrote = True

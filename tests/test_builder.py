@@ -173,6 +173,34 @@ def test_body_terms_are_recorded_and_kept_for_skills_that_are_not_re_embedded(bu
         n: t for n, t in before.items() if n != "commit-messages"}
 
 
+class ShrunkEmbedder(RecordingEmbedder):
+    """The same model name from a server that now returns 8-d vectors (its dimension known only once it embeds)."""
+
+    def __init__(self, real: Embedder):
+        super().__init__(real, dimension=0)
+
+    def embed_documents(self, texts, progress=None):
+        vectors = super().embed_documents(texts, progress)[:, :8]
+        self.identity = replace(self.identity, dimension=8)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_a_dimension_change_re_embeds_every_skill_and_keeps_their_body_terms(built, bundled_embedder):
+    skills_dir, index_dir = built
+    before = {r.name: r.terms for r in read_manifest(index_dir).skills}
+    path = skills_dir / "git" / "commit-messages" / "SKILL.md"
+    path.write_text(path.read_text() + "\n## Tickets\n\nMention the zebrafish ticket number.\n")
+
+    report = build(skills_dir, index_dir, ShrunkEmbedder(bundled_embedder))
+
+    manifest = read_manifest(index_dir)
+    assert manifest.embedder.dimension == 8 and report.unchanged == 0
+    after = {r.name: r.terms for r in manifest.skills}
+    assert "zebrafish" in after["commit-messages"].split()
+    assert {n: t for n, t in after.items() if n != "commit-messages"} == {
+        n: t for n, t in before.items() if n != "commit-messages"}
+
+
 def test_removing_one_skill_removes_it_without_embedding(built, bundled_embedder):
     skills_dir, index_dir = built
     shutil.rmtree(skills_dir / "media" / "image-resize")
