@@ -137,7 +137,8 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.embedder = identity.describe()
     for path, (start, count) in kept.items():
         vectors_by_path[path] = old_vectors[start : start + count]
-    manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, roots, old.router if reusable else {})
+    manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, root_paths, root_kinds,
+                                  old.router if reusable else {})
     write_index(index_dir, manifest, vectors)
     report.wrote = True
 
@@ -164,7 +165,8 @@ def _discover(roots: list[SkillsRoot], reusable: Iterable[SkillRecord], report: 
 
 
 def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_terms: dict[str, str],
-              identity: EmbedderIdentity, roots: list[SkillsRoot], router: dict) -> tuple[Manifest, np.ndarray]:
+              identity: EmbedderIdentity, root_paths: list[str], root_kinds: dict[str, str],
+              router: dict) -> tuple[Manifest, np.ndarray]:
     """The manifest and vector rows of an index holding ``skills`` in order; a skill in ``kept_terms``
     keeps its recorded body terms, the others' are read from their bodies."""
     records: list[SkillRecord] = []
@@ -181,9 +183,9 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_
         vectors_file="",
         rows=row,
         built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        roots=[str(r.path) for r in roots],
+        roots=root_paths,
         router=router,
-        root_kinds={str(r.path): r.kind for r in roots if r.kind},
+        root_kinds=root_kinds,
     )
     return manifest, np.vstack([vectors_by_path[s.path] for s in skills])
 

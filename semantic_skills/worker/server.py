@@ -193,12 +193,11 @@ def gated_skills(manifest) -> list[dict]:
     gated = []
     for record in manifest.skills:
         project_root = next((str(r) for r in project_roots if Path(record.path).is_relative_to(r)), None)
-        org_root = next((r for r in roots if org_of(record.path, r)), None)
-        if record.conditions or project_root or org_root:
+        org, org_root = next(((o, r) for r in roots if (o := org_of(record.path, r))), (None, None))
+        if record.conditions or project_root or org:
             gated.append({"name": record.name, "folder": record.folder, "path": record.path,
                           "conditions": record.condition_map(), "project_root": project_root,
-                          **({"org": org_of(record.path, org_root), "org_marker": str(active_org_marker(org_root))}
-                             if org_root else {})})
+                          **({"org": org, "org_marker": str(active_org_marker(org_root))} if org else {})})
     return gated
 
 
