@@ -1,6 +1,4 @@
-import os
-
 from .cli import main
-from .errors import COMMAND_ENV
+from .errors import command_name
 
-main(prog_name=os.environ.get(COMMAND_ENV) or "semantic-skills")
+main(prog_name=command_name())

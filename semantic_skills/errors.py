@@ -47,6 +47,12 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:MAX_ERROR_CHARS]
 
 
+def command_name() -> str:
+    """What the user calls this command line where they are: ``semantic-skills``, or the name a host set in
+    ``COMMAND_ENV``."""
+    return os.environ.get(COMMAND_ENV) or "semantic-skills"
+
+
 def command(arguments: str) -> str:
-    """How the user runs ``semantic-skills ARGUMENTS`` where they are (as a host names it in ``COMMAND_ENV``)."""
-    return f"{os.environ.get(COMMAND_ENV) or 'semantic-skills'} {arguments}"
+    """How the user runs ``semantic-skills ARGUMENTS`` where they are (see :func:`command_name`)."""
+    return f"{command_name()} {arguments}"

@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import COMMAND_ENV, ConfigError
+from ..errors import ConfigError, command_name
 from ..index import MANIFEST
 from ..requirements import CORE_MODULES, EMBEDDER_MODULES, install_command, missing_modules
 from ..settings import EmbedderSettings
@@ -86,7 +86,7 @@ def run_doctor(worker_timeout: float) -> list[Check]:
 def _setup() -> tuple[Setup, Check]:
     home = hermes_home()
     config = load_config(home)
-    command = os.environ.get(COMMAND_ENV) or "semantic-skills"
+    command = command_name()
     where = f"plugins.entries.{PLUGIN_NAME}.settings in {home / 'config.yaml'}"
     try:
         settings = plugin_settings(config)
