@@ -9,7 +9,7 @@ from pathlib import Path
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
-from ..skills.parsing import CONDITION_KEYS, Conditions, Skill
+from ..skills.parsing import Conditions, Skill, offer_conditions
 from . import MANIFEST
 
 FORMAT = "semantic-skills-index"
@@ -77,7 +77,7 @@ class SkillRecord:
             tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
             tuple(str(t) for t in data.get("tags", ())),
             bool(data.get("external", False)), int(start), int(count), str(data.get("terms", "")),
-            _conditions(data.get("conditions")),
+            offer_conditions(data.get("conditions")),  # condition_map() read back as a SKILL.md's metadata
         )
 
 
@@ -146,20 +146,6 @@ class Manifest:
             expected += record.row_count
         if expected != self.rows:
             raise ValueError(f"manifest lists {expected} vector rows but records {self.rows}")
-
-
-def _conditions(raw) -> Conditions:
-    """``condition_map()`` read back; what is not a namespace's mapping (an older, flat shape) reads as none."""
-    if not isinstance(raw, dict):
-        return ()
-    found = []
-    for namespace, fields in raw.items():
-        if isinstance(fields, dict):
-            conditions = tuple((key, fields[key] if isinstance(fields[key], str) else tuple(map(str, fields[key])))
-                               for key in CONDITION_KEYS if isinstance(fields.get(key), (str, list)) and fields[key])
-            if conditions:
-                found.append((str(namespace), conditions))
-    return tuple(found)
 
 
 def fix_hint(index_dir: Path) -> str:

@@ -197,25 +197,29 @@ def _environments(value: Any) -> tuple[str, ...]:
     return tuple(entry.lower() for entry in _platforms(value))
 
 
-def _namespaces(front: dict[str, Any]) -> list[tuple[str, dict]]:
+def _namespaces(metadata: Any) -> list[tuple[str, dict]]:
     """The agent namespaces: each mapping under ``metadata`` with its name (the first ``MAX_NAMESPACES``)."""
-    metadata = front.get("metadata")
     if not isinstance(metadata, dict):
         return []
     found = ((name, value) for name, value in metadata.items() if isinstance(name, str) and isinstance(value, dict))
     return list(islice(found, MAX_NAMESPACES))
 
 
-def _tags(front: dict[str, Any]) -> tuple[str, ...]:
+def _tags(front: dict[str, Any], namespaces: list[tuple[str, dict]]) -> tuple[str, ...]:
     """``tags``, ``metadata.tags`` and every namespace's ``tags``, each once, at most ``MAX_FIELD_NODES``."""
     metadata = front.get("metadata")
     sources = [front, metadata] if isinstance(metadata, dict) else [front]
-    sources += [namespace for _, namespace in _namespaces(front)]
+    sources += [namespace for _, namespace in namespaces]
     found = chain.from_iterable(_words(source.get("tags")) for source in sources)
     return tuple(dict.fromkeys(islice(found, MAX_FIELD_NODES)))
 
 
-def _conditions(front: dict[str, Any]) -> Conditions:
+def offer_conditions(metadata: Any) -> Conditions:
+    """The offer conditions of each agent namespace under a skill's ``metadata`` (see :func:`_conditions`)."""
+    return _conditions(_namespaces(metadata))
+
+
+def _conditions(namespaces: list[tuple[str, dict]]) -> Conditions:
     """Each namespace's offer conditions that are set, as its agent reads them, keyed by namespace.
 
     A list keeps its items as strings and a string stays one string (the
@@ -223,7 +227,7 @@ def _conditions(front: dict[str, Any]) -> Conditions:
     namespaces together keep at most ``MAX_FIELD_NODES`` list items and string characters.
     """
     found, budget = [], MAX_FIELD_NODES
-    for name, namespace in _namespaces(front):
+    for name, namespace in namespaces:
         conditions = []
         for key in CONDITION_KEYS:
             value = namespace.get(key)
@@ -264,6 +268,7 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         category = "/".join(relative.parts[:-1])
     except ValueError:
         category = ""
+    namespaces = _namespaces(front.get("metadata"))
     return Skill(
         name=name,
         description=description,
@@ -273,9 +278,9 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         content_hash=hashlib.sha256(raw).hexdigest(),
         platforms=_platforms(front.get("platforms")),
         environments=_environments(front.get("environments")),
-        tags=_tags(front),
+        tags=_tags(front, namespaces),
         external=external,
-        conditions=_conditions(front),
+        conditions=_conditions(namespaces),
         body=body,
         warnings=tuple(warnings),
     )
