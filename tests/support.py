@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.index.manifest import MANIFEST
+from semantic_skills.index import MANIFEST
 from semantic_skills.worker.launch import launch
 from semantic_skills.worker.protocol import Startup
 
