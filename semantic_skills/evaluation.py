@@ -182,11 +182,13 @@ def evaluation_report(routed: Sequence[RoutedQuery]) -> dict:
     }
     left_out = [r for r in routed if r.left_out]
     if left_out:
+        left_decisions = [r.decision.as_dict() for r in left_out]
+        left_sources = [r.labelled.source for r in left_out]
         report["leave_out"] = {
-            "overall": leave_out_quality([r.decision.as_dict() for r in left_out]),
+            "overall": leave_out_quality(left_decisions),
             "by_source": {
-                source: leave_out_quality([r.decision.as_dict() for r in left_out if r.labelled.source == source])
-                for source in sorted({r.labelled.source for r in left_out})
+                source: leave_out_quality([d for s, d in zip(left_sources, left_decisions) if s == source])
+                for source in sorted(set(left_sources))
             },
         }
     report["latency_ms"] = {
