@@ -146,11 +146,9 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
 def build(roots: list[Path], index_dir: Path, embedder=None):
     """An up-to-date index of the skills under ``roots`` in ``index_dir`` (incremental)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings
     from semantic_skills.skills.discovery import SkillsRoot
 
-    return build_index([SkillsRoot(Path(r).resolve()) for r in roots], Path(index_dir), EmbedderSettings(),
-                       embedder=embedder)
+    return build_index([SkillsRoot(Path(r).resolve()) for r in roots], Path(index_dir), embedder)
 
 
 def real_skill_roots(corpora: Path, dev: Path) -> list[Path]:

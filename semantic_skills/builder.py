@@ -72,17 +72,20 @@ class BuildReport:
 def build_index(
     roots: Sequence[SkillsRoot],
     index_dir: Path,
-    embedder_settings: EmbedderSettings,
+    embedder: Embedder | EmbedderSettings,
     full: bool = False,
     progress: ProgressFactory | None = None,
-    embedder: Embedder | None = None,
 ) -> BuildReport:
-    """Bring the index in ``index_dir`` up to date with the skills under ``roots``."""
+    """Bring the index in ``index_dir`` up to date with the skills under ``roots``.
+
+    ``embedder`` is a ready embedder, or settings to make one from, which is
+    done only when some skill needs embedding.
+    """
     started = time.perf_counter()
     index_dir = Path(index_dir)
     report = BuildReport(index_dir=index_dir, full=full)
-    embedding = _Embedding(embedder_settings, embedder, progress)
-    wanted = embedder.identity if embedder is not None else configured_identity(embedder_settings)
+    embedding = _Embedding(embedder, progress)
+    wanted = configured_identity(embedder) if isinstance(embedder, EmbedderSettings) else embedder.identity
     report.embedder = wanted.describe()
     with build_lock(index_dir):
         _update(list(roots), index_dir, wanted, embedding, report)
@@ -192,16 +195,15 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_
 
 @dataclass
 class _Embedding:
-    """Embeds skills with the given embedder, or with one made from the settings on first use."""
+    """Embeds skills with the given embedder, or with one made from the given settings on first use."""
 
-    settings: EmbedderSettings
-    embedder: Embedder | None
+    embedder: Embedder | EmbedderSettings
     progress: ProgressFactory | None
 
     def __call__(self, skills: list[Skill]) -> tuple[EmbedderIdentity, dict[str, np.ndarray]]:
         """Every view of ``skills``: the embedder's identity and ``{path: (views, dim) array}``."""
-        if self.embedder is None:
-            self.embedder = create_embedder(self.settings)
+        if isinstance(self.embedder, EmbedderSettings):
+            self.embedder = create_embedder(self.embedder)
         views = [recipe.skill_views(s) for s in skills]
         texts = [t for v in views for t in v]
         bar = self.progress(len(texts)) if self.progress else None

@@ -35,11 +35,10 @@ def bundled_embedder():
 def examples_index(tmp_path_factory, bundled_embedder) -> Path:
     """An index of examples/skills built once per session (treat it as read-only)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings
     from semantic_skills.skills.discovery import SkillsRoot
 
     index_dir = tmp_path_factory.mktemp("examples_index")
-    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, bundled_embedder)
     return index_dir
 
 

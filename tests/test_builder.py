@@ -27,7 +27,6 @@ from semantic_skills.errors import BuildLocked, NoSkillsFound
 from semantic_skills.index.manifest import MANIFEST, read_manifest
 from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 
 from support import REPO, write_skill
@@ -77,7 +76,7 @@ class UnusableEmbedder(Embedder):
 
 
 def build(skills_dir: Path, index_dir: Path, embedder: Embedder, full: bool = False):
-    return build_index([SkillsRoot(skills_dir)], index_dir, EmbedderSettings(), full=full, embedder=embedder)
+    return build_index([SkillsRoot(skills_dir)], index_dir, embedder, full=full)
 
 
 def vectors_by_name(index_dir: Path) -> dict[str, np.ndarray]:
@@ -316,7 +315,7 @@ def test_new_roots_are_recorded_even_when_no_skill_changed(built, bundled_embedd
     (tmp_path / "more").mkdir()
     roots = [SkillsRoot(skills_dir), SkillsRoot(tmp_path / "more")]
 
-    report = build_index(roots, index_dir, EmbedderSettings(), embedder=UnusableEmbedder(bundled_embedder.identity))
+    report = build_index(roots, index_dir, UnusableEmbedder(bundled_embedder.identity))
 
     assert report.counts()["unchanged"] == 10 and report.wrote
     assert read_manifest(index_dir).roots == [str(skills_dir), str(tmp_path / "more")]

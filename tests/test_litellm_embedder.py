@@ -21,7 +21,6 @@ from semantic_skills.errors import EmbedderError
 from semantic_skills.index.manifest import read_manifest
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 
 from support import EXAMPLES, REPO, FakeEmbeddingServer, closed_port_url
@@ -49,7 +48,7 @@ def embedder_for(url: str, batch_size: int = 4) -> LiteLLMEmbedder:
 
 
 def build(skills_dir: Path, index_dir: Path, embedder: LiteLLMEmbedder, full: bool = False):
-    return build_index([SkillsRoot(skills_dir)], index_dir, EmbedderSettings(), full=full, embedder=embedder)
+    return build_index([SkillsRoot(skills_dir)], index_dir, embedder, full=full)
 
 
 def write_config(home: Path, url: str, batch_size: int) -> None:

@@ -9,7 +9,6 @@ import pytest
 
 from semantic_skills.builder import build_index
 from semantic_skills.index.manifest import Manifest, SkillRecord, read_manifest
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import EXTERNAL, PROJECT, SkillsRoot
 from semantic_skills.skills.parsing import parse_skill
 
@@ -60,7 +59,7 @@ def test_the_index_records_conditions_and_root_kinds(tmp_path, bundled_embedder)
     write_skill(shared, "b/shared-one", "---\nname: shared-one\ndescription: a shared skill\n---\nShared.\n")
     write_skill(project, "c/deploy", "---\nname: deploy\ndescription: deploy this project\n---\nRun make deploy.\n")
     roots = [SkillsRoot(project, project=True), SkillsRoot(local), SkillsRoot(shared, external=True)]
-    build_index(roots, tmp_path / "index", EmbedderSettings(), embedder=bundled_embedder)
+    build_index(roots, tmp_path / "index", bundled_embedder)
 
     manifest = read_manifest(tmp_path / "index")
     assert manifest.root_kinds == {str(project): PROJECT, str(shared): EXTERNAL}

@@ -79,8 +79,7 @@ def test_routes_the_example_messages_like_the_torch_model(onnx_embedder, example
     from semantic_skills.router import SkillRouter
     from semantic_skills.skills.discovery import SkillsRoot
 
-    build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path, EmbedderSettings(backend="onnx"),
-                embedder=onnx_embedder)
+    build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path, onnx_embedder)
     onnx_router = SkillRouter.open(tmp_path, embedder=onnx_embedder)
     torch_router = SkillRouter.open(examples_index)
     messages = [m for m in (EXAMPLES / "messages.txt").read_text().splitlines() if m and not m.startswith("#")]

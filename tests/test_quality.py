@@ -17,7 +17,6 @@ import pytest
 from semantic_skills.builder import build_index
 from semantic_skills.evaluation import leave_out_quality, quality, read_labelled
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 
 from support import shared_path
@@ -49,7 +48,7 @@ def slice_metrics(request, tmp_path_factory, bundled_embedder) -> tuple[str, dic
     name = request.param
     dev = shared_path("data", "dev", name)
     index_dir = tmp_path_factory.mktemp(f"{name}_index")
-    build_index([SkillsRoot(dev / "skills")], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    build_index([SkillsRoot(dev / "skills")], index_dir, bundled_embedder)
     router = SkillRouter.open(index_dir, embedder=bundled_embedder)
     labelled = read_labelled(dev / "queries.jsonl")[:: EVERY[name]]
     metrics = quality(labelled, [router.route(q.query).as_dict() for q in labelled])

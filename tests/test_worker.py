@@ -39,7 +39,7 @@ def big_skill(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def big_index(tmp_path_factory, big_skill, bundled_embedder) -> Path:
     index_dir = tmp_path_factory.mktemp("big-index")
-    build_index([SkillsRoot(big_skill.parents[2])], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    build_index([SkillsRoot(big_skill.parents[2])], index_dir, bundled_embedder)
     return index_dir
 
 

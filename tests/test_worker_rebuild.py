@@ -14,7 +14,6 @@ import pytest
 from semantic_skills.builder import build_index
 from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.priority import BACKGROUND_NICENESS
 from semantic_skills.worker.protocol import READY, Startup
@@ -50,8 +49,7 @@ def home(tmp_path, bundled_embedder) -> tuple[Path, Path, Path]:
     local, shared, index = tmp_path / "skills", tmp_path / "shared", tmp_path / "index"
     shutil.copytree(EXAMPLES / "skills", local)
     write_skill(shared, "boards/kanban-triage", KANBAN_SKILL)
-    build_index([SkillsRoot(local), SkillsRoot(shared, external=True)], index, EmbedderSettings(),
-                embedder=bundled_embedder)
+    build_index([SkillsRoot(local), SkillsRoot(shared, external=True)], index, bundled_embedder)
     return local, shared, index
 
 
@@ -104,7 +102,7 @@ def test_a_rebuild_waits_for_another_build_to_finish(home, bundled_embedder):
     local, _shared, index = home
     router = SkillRouter.open(index, embedder=bundled_embedder)
     logged = []
-    rebuilder = Rebuilder(index, EmbedderSettings(), lambda: router, lambda level, message: logged.append(message),
+    rebuilder = Rebuilder(index, lambda: router, lambda level, message: logged.append(message),
                           delay=0.05, locked_retry=0.1)
     write_skill(local, "gardening/bonsai-repotting", BONSAI_SKILL)
     released = threading.Event()

@@ -93,7 +93,6 @@ def demo(show_chars):
     from ..embedders.sentence_transformers import SentenceTransformerEmbedder
     from ..injection import inject, skill_block, skill_body
     from ..router import SkillRouter
-    from ..settings import EmbedderSettings
     from ..skills.discovery import SkillsRoot
 
     skills_dir = EXAMPLES_DIR / "skills"
@@ -104,7 +103,7 @@ def demo(show_chars):
     messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
     embedder = SentenceTransformerEmbedder()
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
-        report = build_index([SkillsRoot(skills_dir)], Path(tmp), EmbedderSettings(), embedder=embedder)
+        report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder)
         click.echo(f"Built an index of {report.skills} example skills with {report.embedder} "
                    f"in {report.seconds:.1f} s\n")
         router = SkillRouter.open(tmp, embedder=embedder)

@@ -30,10 +30,9 @@ class Rebuilder:
     roots, its embedder embeds); ``log(level, message)`` reports outcomes.
     """
 
-    def __init__(self, index_dir: Path, embedder_settings, router: Callable, log: Callable[[str, str], None],
+    def __init__(self, index_dir: Path, router: Callable, log: Callable[[str, str], None],
                  delay: float = REBUILD_DELAY_SECONDS, locked_retry: float = LOCKED_RETRY_SECONDS):
         self.index_dir = Path(index_dir)
-        self._embedder_settings = embedder_settings
         self._router = router
         self._log = log
         self._delay = delay
@@ -83,8 +82,7 @@ class Rebuilder:
         if router is None:
             return True
         try:
-            report = build_index(router.manifest.skills_roots(), self.index_dir, self._embedder_settings,
-                                 embedder=router.embedder)
+            report = build_index(router.manifest.skills_roots(), self.index_dir, router.embedder)
         except BuildLocked:
             return False
         except Exception as exc:  # noqa: BLE001 - report it; the current index keeps serving

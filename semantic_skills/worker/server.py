@@ -43,7 +43,7 @@ class RoutingWorker:
         self._state = STARTING
         self._detail = ""
         self._bodies: collections.OrderedDict[str, tuple[tuple, dict]] = collections.OrderedDict()
-        self.rebuilder = Rebuilder(self.index_dir, startup.embedder, lambda: self._router, self._log)
+        self.rebuilder = Rebuilder(self.index_dir, lambda: self._router, self._log)
 
     # ------------------------------------------------------------------ loading
 

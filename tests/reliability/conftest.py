@@ -43,14 +43,13 @@ class LoadedPlugin:
 def plugin(tmp_path_factory, bundled_embedder):
     """The session's Hermes home with the plugin loaded and its worker warm (see the module docstring)."""
     from semantic_skills.builder import build_index
-    from semantic_skills.settings import EmbedderSettings
     from semantic_skills.skills.discovery import SkillsRoot
 
     home = make_home(tmp_path_factory.mktemp("reliability"), {"route_timeout_ms": 10000})
     write_forbidden_skills(home / "skills")
     write_oversized_skill(home / "skills")
     write_hub_skill(home / "skills")
-    build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=bundled_embedder)
+    build_index([SkillsRoot(home / "skills")], home / "skills_index", bundled_embedder)
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield LoadedPlugin(home, runtime)

@@ -19,7 +19,6 @@ from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index.store import LOCK
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 
 from hermes_testkit import Gateway, wait_until
@@ -52,7 +51,7 @@ REBUILDER = textwrap.dedent("""
 
     folders, index_dir, rounds = sys.argv[1:3], sys.argv[3], int(sys.argv[4])
     for n in range(rounds):
-        build_index([SkillsRoot(folders[n % 2])], index_dir, EmbedderSettings(), embedder=HashingEmbedder())
+        build_index([SkillsRoot(folders[n % 2])], index_dir, HashingEmbedder())
     print("done", flush=True)
 """)
 
@@ -68,7 +67,7 @@ def test_readers_in_many_threads_never_see_a_torn_index_while_another_process_re
     alpha, beta = two_skill_sets(tmp_path)
     index_dir = tmp_path / "index"
     embedder = HashingEmbedder()
-    build_index([SkillsRoot(alpha)], index_dir, EmbedderSettings(), embedder=embedder)
+    build_index([SkillsRoot(alpha)], index_dir, embedder)
     router = SkillRouter.open(index_dir, embedder=embedder)
     errors: list[BaseException] = []
     checks, reloads = [], []
@@ -148,7 +147,7 @@ def remote_setup(tmp_path, monkeypatch):
         alpha, beta = two_skill_sets(tmp_path)
         index_dir = tmp_path / "index"
         embedder = LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV)
-        build_index([SkillsRoot(alpha)], index_dir, EmbedderSettings(), embedder=embedder)
+        build_index([SkillsRoot(alpha)], index_dir, embedder)
         home = make_home(tmp_path / "h", {"index_dir": str(index_dir), "route_timeout_ms": 10000,
                                           **litellm_settings(server.url, timeout_ms=10000)}, skills=None)
         monkeypatch.setenv("HERMES_HOME", str(home))
@@ -200,8 +199,7 @@ def test_the_hook_serves_many_threads_while_the_index_is_rebuilt_again_and_again
             thread.start()
         try:
             for n in range(8):  # rebuilds, each published while the threads chat
-                build_index([SkillsRoot(beta if n % 2 == 0 else alpha)], index_dir, EmbedderSettings(),
-                            embedder=embedder)
+                build_index([SkillsRoot(beta if n % 2 == 0 else alpha)], index_dir, embedder)
                 time.sleep(1.2)  # the worker looks for a new index about once a second
         finally:
             stop.set()

@@ -52,8 +52,7 @@ def instant_backoff(monkeypatch):
 def litellm_index(embedding_server, tmp_path) -> Path:
     """The example skills indexed through the fake server (256-d)."""
     index_dir = tmp_path / "litellm-index"
-    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, EmbedderSettings(),
-                embedder=remote_embedder(embedding_server.url))
+    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, remote_embedder(embedding_server.url))
     embedding_server.requests.clear()
     return index_dir
 

@@ -15,7 +15,6 @@ from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.index.manifest import read_manifest
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import MAX_SKILL_BYTES, SkillsRoot, discover_skills
 from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, MAX_FIELD_NODES, MAX_NAMESPACES
 
@@ -217,7 +216,7 @@ def test_thousands_of_tiny_skills_build_and_each_stays_findable(tmp_path):
         write_skill(tmp_path / "skills", f"tiny/{i:04d}", f"---\nname: tiny-{i:04d}\ndescription: {description}\n---\n")
     embedder = HashingEmbedder()
 
-    report = build_index([SkillsRoot(tmp_path / "skills")], tmp_path / "index", EmbedderSettings(), embedder=embedder)
+    report = build_index([SkillsRoot(tmp_path / "skills")], tmp_path / "index", embedder)
 
     assert report.counts() == {"added": count, "updated": 0, "removed": 0, "unchanged": 0, "skipped": 0}
     router = SkillRouter.open(tmp_path / "index", embedder=embedder)

@@ -31,7 +31,6 @@ from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX
 
@@ -106,7 +105,7 @@ def index_copy(examples_index, tmp_path) -> Path:
 def built_copy(examples_copy, tmp_path, bundled_embedder) -> tuple[Path, Path]:
     """A writable copy of the example skills and its own index: ``(skills_dir, index_dir)``."""
     index_dir = tmp_path / "built"
-    build_index([SkillsRoot(examples_copy)], index_dir, EmbedderSettings(), embedder=bundled_embedder)
+    build_index([SkillsRoot(examples_copy)], index_dir, bundled_embedder)
     return examples_copy, index_dir
 
 
@@ -220,8 +219,8 @@ def remote_index(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with FakeEmbeddingServer(dimension=384) as server:
         index_dir = tmp_path / "remote-index"
-        build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, EmbedderSettings(),
-                    embedder=LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
+        build_index([SkillsRoot(EXAMPLES / "skills")], index_dir,
+                    LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
         yield server, index_dir
 
 

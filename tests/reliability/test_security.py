@@ -123,7 +123,7 @@ def remote_plugin(plugin, tmp_path, monkeypatch):
     with FakeEmbeddingServer() as server:
         home = make_home(tmp_path, {"route_timeout_ms": 10000, **litellm_settings(server.url)})
         embedder = LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV)
-        build_index([SkillsRoot(home / "skills")], home / "skills_index", EmbedderSettings(), embedder=embedder)
+        build_index([SkillsRoot(home / "skills")], home / "skills_index", embedder)
         with plugin_loaded(home) as runtime:
             assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
             server.requests.clear()
@@ -313,8 +313,8 @@ def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skil
     shutil.copytree(REPO / "examples" / "skills", skills)
     docker = skills / "devops" / "docker-compose-debug" / "SKILL.md"
     with FakeEmbeddingServer() as server:
-        build_index([SkillsRoot(skills)], tmp_path / "index", EmbedderSettings(),
-                    embedder=LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
+        build_index([SkillsRoot(skills)], tmp_path / "index",
+                    LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
         embedder = EmbedderSettings.from_mapping(litellm_settings(server.url)["embedder"])
         client = RouterClient(tmp_path / "index", embedder, stall_seconds=60)
         client.start()
