@@ -42,6 +42,15 @@ def examples_index(tmp_path_factory, bundled_embedder) -> Path:
     return index_dir
 
 
+@pytest.fixture(scope="module")
+def llm():
+    """A fake OpenAI-compatible chat server on 127.0.0.1 (``tests/hermes/fake_llm.py``), one per test module."""
+    from fake_llm import FakeChatServer
+
+    with FakeChatServer() as server:
+        yield server
+
+
 @pytest.fixture()
 def examples_copy(tmp_path) -> Path:
     """A writable copy of examples/skills."""

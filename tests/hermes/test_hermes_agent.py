@@ -13,7 +13,7 @@ import yaml
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
 
-from fake_llm import FakeChatServer, last_user_content, make_agent
+from fake_llm import last_user_content, make_agent
 from hermes_testkit import build_index, run_hermes, set_active_org, wait_until, worker_processes
 from support import write_skill
 
@@ -42,12 +42,6 @@ description: Repot a bonsai tree safely - timing, root pruning, soil mix and aft
 
 Repot junipers in early spring, just before the buds extend. Comb out circling roots and prune at most a third.
 """
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with FakeChatServer() as server:
-        yield server
 
 
 def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm, runtime, hermes_home):
