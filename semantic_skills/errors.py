@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
+DEFAULT_COMMAND = "semantic-skills"
 COMMAND_ENV = "SEMANTIC_SKILLS_COMMAND"  # set by a host that runs this command line under another name
+
 
 class SemanticSkillsError(Exception):
     """Base error: ``str(err)`` is a complete sentence a user can act on."""
@@ -50,7 +52,7 @@ def first_line(exc: BaseException) -> str:
 def command_name() -> str:
     """What the user calls this command line where they are: ``semantic-skills``, or the name a host set in
     ``COMMAND_ENV``."""
-    return os.environ.get(COMMAND_ENV) or "semantic-skills"
+    return os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND
 
 
 def command(arguments: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..errors import SemanticSkillsError
+from ..errors import DEFAULT_COMMAND, SemanticSkillsError
 from ..requirements import dependency_fix
 from ..settings import EMBEDDER_BACKENDS
 
@@ -82,7 +82,7 @@ def index_options(command):
 
 
 @click.group(cls=_Group)
-@click.version_option(__version__, prog_name="semantic-skills")
+@click.version_option(__version__, prog_name=DEFAULT_COMMAND)
 def main():
     """Build and query a semantic index of SKILL.md files."""
 

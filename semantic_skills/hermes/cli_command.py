@@ -15,15 +15,16 @@ import sys
 
 from ..errors import COMMAND_ENV
 from ..worker.launch import isolated_command
+from .config import PLUGIN_NAME
 
-NAME = "semantic-skills"
+NAME = PLUGIN_NAME
 HERMES_COMMAND = f"hermes {NAME}"
 HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
 
 
 def setup(parser: argparse.ArgumentParser) -> None:
     parser.conflict_handler = "resolve"  # a group made now resolves clashes: its -h/--help replaces the wrapper's
-    plugin = parser.add_argument_group("semantic-skills")
+    plugin = parser.add_argument_group(NAME)
     plugin.add_argument("-h", "--help", action="store_true", dest="plugin_help",
                         help="show the plugin's commands and options")
     parser.add_argument("arguments", nargs=argparse.REMAINDER,

@@ -78,6 +78,11 @@ def hermes_home() -> Path:
         return Path(raw).expanduser() if raw else Path.home() / ".hermes"
 
 
+def state_dir(home: Path) -> Path:
+    """The plugin's own files in a Hermes home: the dedupe store and the skill-block seal."""
+    return Path(home) / PLUGIN_NAME
+
+
 # --------------------------------------------------------------------------- pure functions of the config
 
 

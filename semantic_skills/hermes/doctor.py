@@ -25,7 +25,7 @@ from ..requirements import CORE_MODULES, EMBEDDER_MODULES, install_command, miss
 from ..settings import EmbedderSettings
 from . import capabilities
 from .cli_command import HERMES_COMMAND
-from .config import PLUGIN_NAME, PluginSettings, hermes_home, index_dir, load_config, plugin_settings
+from .config import PLUGIN_NAME, PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
@@ -217,6 +217,6 @@ def plugin_check(setup: Setup) -> Check:
 def paths_check(setup: Setup) -> Check:
     facts = {"hermes_home": str(setup.home), "config": str(setup.home / "config.yaml"),
              "plugin_folder": str(setup.home / "plugins" / PLUGIN_NAME), "index_folder": str(setup.index_dir),
-             "state_folder": str(setup.home / "semantic-skills"), "code": str(Path(__file__).resolve().parents[1])}
+             "state_folder": str(state_dir(setup.home)), "code": str(Path(__file__).resolve().parents[1])}
     return Check("paths", OK, f"plugin folder {facts['plugin_folder']}; index folder {facts['index_folder']}",
                  facts=facts)

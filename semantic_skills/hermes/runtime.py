@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
 from .cli_command import HERMES_COMMAND
-from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings
+from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
 from .dedupe import InjectedSkills
 from .eligibility import Eligibility, Offer
 from .seal import home_seal
@@ -46,7 +46,7 @@ class PluginRuntime:
         self._settings = settings = self._parse(self._settings_source)
         self._block_limit = hook_context_limit()
         self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND)
-        self.injected = InjectedSkills(home / "semantic-skills" / "dedupe.json", settings.dedupe_max_sessions,
+        self.injected = InjectedSkills(state_dir(home) / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
         self.eligibility = Eligibility(home, self.config, self.log_once)

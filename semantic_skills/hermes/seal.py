@@ -16,8 +16,9 @@ import threading
 from pathlib import Path
 
 from ..logs import logger
+from .config import state_dir
 
-SEAL_FILE = Path("semantic-skills") / "seal"
+SEAL_FILE = "seal"  # in the plugin's state folder
 _VALID = re.compile(r"[0-9a-f]{16,64}")
 
 _seals: dict[Path, str] = {}
@@ -31,7 +32,7 @@ def home_seal(home: Path) -> str:
     only (said once in the log): blocks stay unforgeable, but the system
     prompt then changes with each restart.
     """
-    path = Path(home) / SEAL_FILE
+    path = state_dir(home) / SEAL_FILE
     with _lock:
         if path not in _seals:
             _seals[path] = _read(path) or _create(path)

@@ -7,6 +7,7 @@ import json
 from ..injection import cap_body
 from ..limits import MAX_QUERY_CHARS
 from ..worker.protocol import DEFAULT_SEARCH_RESULTS, INDEX_MISSING, MAX_SEARCH_RESULTS
+from .cli_command import HERMES_COMMAND
 from .eligibility import current_platform
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 
@@ -30,7 +31,7 @@ SCHEMA = {
     },
 }
 
-BUILD_HINT = "build it with: hermes semantic-skills build, then try again"
+BUILD_HINT = f"build it with: {HERMES_COMMAND} build, then try again"
 
 
 def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
@@ -56,8 +57,8 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         if reply.status == INDEX_MISSING:
             return _error(INDEX_MISSING, f"there is no skill index yet; {BUILD_HINT}")
         if not reply.ok:
-            return _error(reply.status, reply.error or "skill search is unavailable right now; check with: "
-                                                       "hermes semantic-skills doctor")
+            return _error(reply.status, reply.error or f"skill search is unavailable right now; check with: "
+                                                       f"{HERMES_COMMAND} doctor")
         return json.dumps({"query": query, "results": reply.data.get("results", []),
                            "best": _best(reply.data.get("best"), settings.max_tool_chars)}, ensure_ascii=False)
     except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import DEFAULT_COMMAND
 from ..limits import MAX_MESSAGE_CHARS
 from ..logs import OnceLogger, logger
 from ..settings import EmbedderSettings
@@ -49,7 +50,7 @@ class RouterClient:
 
     def __init__(self, index_dir: Path, embedder: EmbedderSettings = EmbedderSettings(),
                  python: str = sys.executable, restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
-                 stall_seconds: float = STALL_SECONDS, cli_command: str = "semantic-skills"):
+                 stall_seconds: float = STALL_SECONDS, cli_command: str = DEFAULT_COMMAND):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
         self._python = python

@@ -18,7 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..errors import COMMAND_ENV
+from ..errors import COMMAND_ENV, DEFAULT_COMMAND
 from .protocol import Startup
 
 PACKAGE_FOLDER = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def isolated_command(python: str, module: str, *arguments: str) -> list[str]:
     return [python, *ISOLATED, "-c", BOOTSTRAP, str(PACKAGE_FOLDER), module, *arguments]
 
 
-def launch(python: str, startup: Startup, cli_command: str = "semantic-skills") -> subprocess.Popen:
+def launch(python: str, startup: Startup, cli_command: str = DEFAULT_COMMAND) -> subprocess.Popen:
     """Start the routing worker with ``startup``, its pipes open; raises OSError.
 
     It runs in this package's folder (the host's working directory may hold
