@@ -59,9 +59,6 @@ class Setup:
     def under_hermes(self) -> bool:
         return self.command == HERMES_COMMAND
 
-    def run(self, arguments: str) -> str:
-        return f"{self.command} {arguments}"
-
 
 def run_doctor(worker_timeout: float) -> list[Check]:
     """Every check, in the order a user fixes things; routing works when none is ``fail``."""

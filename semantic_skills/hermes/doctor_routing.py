@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..errors import IndexMissing, SemanticSkillsError
+from ..errors import IndexMissing, SemanticSkillsError, command
 from ..logs import OnceLogger
 from ..settings import EmbedderSettings
 from ..skills.discovery import SkillsRoot
@@ -30,15 +30,15 @@ def index_check(setup: Setup) -> Check:
     try:
         manifest, _vectors = load_index(setup.index_dir)
     except IndexMissing:
-        return Check("index", FAIL, f"no index in {setup.index_dir}", setup.run("build"))
+        return Check("index", FAIL, f"no index in {setup.index_dir}", command("build"))
     except SemanticSkillsError as exc:
-        return Check("index", FAIL, str(exc), setup.run("build --full"))
+        return Check("index", FAIL, str(exc), command("build --full"))
     embedder = setup.settings.embedder
     facts = {"index_dir": str(setup.index_dir), "skills": len(manifest.skills), "built_at": manifest.built_at,
              "embedder": manifest.embedder.describe(), "roots": manifest.roots}
     if embedder != EmbedderSettings() and not manifest.embedder.same_space(configured_identity(embedder)):
         return Check("index", FAIL, f"built with {manifest.embedder.describe()}, but the embedder setting asks for "
-                                    f"{configured_identity(embedder).describe()}", setup.run("build --full"), facts)
+                                    f"{configured_identity(embedder).describe()}", command("build --full"), facts)
     diff = diff_with_disk(manifest)
     stale = {"changed": sorted(r.name for r, _ in diff.changed()), "new": sorted(s.name for s in diff.added()),
              "deleted": sorted(r.name for r in diff.removed())}
@@ -46,10 +46,10 @@ def index_check(setup: Setup) -> Check:
     wanted = [str(root.path) for root in scanned_roots(setup)]
     if {_resolved(r) for r in manifest.roots} != {_resolved(r) for r in wanted}:
         return Check("index", WARN, f"built from {', '.join(manifest.roots)}, not from Hermes' skills folders "
-                                    f"{', '.join(wanted)}", setup.run("build"), facts)
+                                    f"{', '.join(wanted)}", command("build"), facts)
     if any(stale.values()):
         counts = ", ".join(f"{len(names)} {label}" for label, names in stale.items() if names)
-        return Check("index", WARN, f"stale: {counts} since the build", setup.run("build"), facts)
+        return Check("index", WARN, f"stale: {counts} since the build", command("build"), facts)
     return Check("index", OK, f"{len(manifest.skills)} skills, built {manifest.built_at} with "
                               f"{manifest.embedder.describe()}, up to date with the skills on disk", facts=facts)
 
@@ -81,7 +81,7 @@ def worker_check(setup: Setup, timeout: float) -> Check:
     if reply is None:
         detail = status.detail or f"not ready after {timeout:.0f} s"
         slow = not status.detail or status.detail.startswith("loading")
-        fix = f"{setup.run('doctor --timeout 600')} (a slow machine)" if slow else "see the reason above"
+        fix = f"{command('doctor --timeout 600')} (a slow machine)" if slow else "see the reason above"
         return Check("worker", FAIL, detail, fix)
     if not reply.ok:
         return Check("worker", FAIL, f"started, but a route failed: {reply.error}", "see the reason above")
@@ -118,7 +118,7 @@ def skills_check(setup: Setup) -> Check:
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
         return Check("skills", WARN, f"no SKILL.md under {', '.join(facts['roots'])}",
-                     f"add skills to {setup.home / 'skills'} (or skills.external_dirs), then {setup.run('build')}",
+                     f"add skills to {setup.home / 'skills'} (or skills.external_dirs), then {command('build')}",
                      facts)
     detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
         f"{count} by {rule}" for rule, count in hidden.items())
