@@ -34,8 +34,16 @@ def _stopwords() -> frozenset[str]:
 class LexicalIndex:
     """BM25 scores of a message against one text per skill."""
 
-    def __init__(self, texts: Sequence[str]):
-        self._build([tokenize(t) for t in texts])
+    def __init__(self, documents: Sequence[list[str]]):
+        """An index over ``documents``, each a skill's tokens (see :func:`tokenize`)."""
+        import bm25s
+
+        self._count = len(documents)
+        self._retriever = bm25s.BM25()
+        self._vocabulary: dict[str, int] = {}
+        if documents:
+            self._retriever.index([tokens or [""] for tokens in documents], show_progress=False)
+            self._vocabulary = self._retriever.vocab_dict
 
     @classmethod
     def for_skills(cls, records: Iterable) -> "LexicalIndex":
@@ -45,23 +53,11 @@ class LexicalIndex:
         only the other fields go through :func:`tokenize`: half the work of
         opening a large index.
         """
-        index = cls.__new__(cls)
-        index._build([
+        return cls([
             tokenize(" ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " ")]))
             + r.terms.split()
             for r in records
         ])
-        return index
-
-    def _build(self, documents: list[list[str]]) -> None:
-        import bm25s
-
-        self._count = len(documents)
-        self._retriever = bm25s.BM25()
-        self._vocabulary: dict[str, int] = {}
-        if documents:
-            self._retriever.index([tokens or [""] for tokens in documents], show_progress=False)
-            self._vocabulary = self._retriever.vocab_dict
 
     def scores(self, text: str, eligible: np.ndarray | None = None) -> np.ndarray:
         """BM25 of ``text`` against every skill, scaled so the best ``eligible`` one (default: any) is 1.0;

@@ -273,7 +273,7 @@ def test_tokenize_splits_identifiers_and_drops_stopwords():
 
 
 def test_lexical_scores_give_the_best_match_one_and_no_overlap_zero():
-    index = LexicalIndex(["giphy gif search", "weather forecast", "gif maker tool"])
+    index = LexicalIndex([tokenize(t) for t in ("giphy gif search", "weather forecast", "gif maker tool")])
     scores = index.scores("find a gif on giphy")
     assert scores.max() == pytest.approx(1.0) and scores.argmax() == 0 and scores[1] == 0
     assert not index.scores("completely unrelated words").any()
