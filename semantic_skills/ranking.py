@@ -85,7 +85,6 @@ class IndexState:
             mask[self.positions.get(name, [])] = False
         return mask
 
-
     def _offered_with(self, inactive_environments: frozenset[str]) -> np.ndarray:
         masks = self.offered_by_environments
         mask = masks.get(inactive_environments)
