@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from semantic_skills.builder import build_index
+from semantic_skills.gates import DEFAULT_MIN_RELATIVE_GAP, FLOOR
 from semantic_skills.injection import cap_body, skill_body
 from semantic_skills.limits import MAX_BODY_CHARS
 from semantic_skills.settings import EmbedderSettings
@@ -96,6 +97,20 @@ def test_the_floor_travels_with_each_request(worker):
 
     assert high["ok"] is True and high["skill"] is None and "below the floor 0.99" in high["reason"]
     assert default["skill"] == "pdf-to-markdown"
+
+
+def test_every_route_answer_says_what_the_gate_judged_also_when_nothing_is_injected(worker):
+    refused = worker.ask("route", text=PDF, exclude=[], floor=0.99)
+    injected = worker.ask("route", text=PDF, exclude=[])
+    small_talk = worker.ask("route", text="thanks!", exclude=[])
+
+    assert refused["skill"] is None and refused["top"] == "pdf-to-markdown"
+    assert 0.30 <= refused["similarity"] < 0.99 and refused["relative_gap"] > 0
+    assert (refused["threshold"], refused["min_relative_gap"]) == (0.99, DEFAULT_MIN_RELATIVE_GAP)
+    assert {k: injected[k] for k in ("top", "similarity", "relative_gap")} == {
+        k: refused[k] for k in ("top", "similarity", "relative_gap")}
+    assert injected["threshold"] == FLOOR
+    assert small_talk["skill"] is None and small_talk["similarity"] is None and small_talk["relative_gap"] is None
 
 
 def test_exclusions_travel_with_each_request(worker):

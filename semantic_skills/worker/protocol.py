@@ -22,7 +22,9 @@ changes make one build), never holds up routing, waits its turn if another
 build holds the index, and the rebuilt index is then swapped in as any
 rebuild is. Answers::
 
-    {"id": 1, "ok": true, "skill": "name" or null, "score": 0.62, "reason": "...", "body": "...", "omitted": 0}
+    {"id": 1, "ok": true, "skill": "name" or null, "score": 0.62, "reason": "...", "body": "...", "omitted": 0,
+     "top": "name" or null, "similarity": 0.58 or null, "relative_gap": 0.41 or null,
+     "threshold": 0.30, "min_relative_gap": 0.27}
     {"id": 2, "ok": true, "results": [{"name", "description", "score"}...], "best": {"name", "body", "omitted"} or null}
     {"id": 3, "ok": true, "state": "ready", "detail": ""}
     {"id": 4, "ok": true}
@@ -30,7 +32,12 @@ rebuild is. Answers::
 
 ``body`` is the skill's text with its front matter removed, clipped at
 ``limits.MAX_BODY_CHARS`` (``omitted`` counts what was clipped); the host caps it to
-taste. Lines with an ``event`` key report the worker's state
+taste. Every route answer, also one that injects nothing, says what the gate
+judged: ``top`` (the best-ranked skill), its ``similarity`` and ``relative_gap``
+(null when the gate did not run, e.g. for small talk) and the thresholds they
+were held to (``threshold``, the similarity floor, and ``min_relative_gap``).
+
+Lines with an ``event`` key report the worker's state
 (``{"event": "state", "state", "detail", "skills", "backend", "gated"}``) or a
 log message (``{"event": "log", "level", "message"}``). ``gated`` (with
 ``ready``) lists the skills whose offer is for the host to decide, one

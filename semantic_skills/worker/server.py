@@ -137,7 +137,8 @@ class RoutingWorker:
 
     def _route(self, router, text: str, exclude: frozenset[str], floor: float | None, inactive) -> dict:
         decision = router.route(text, exclude=exclude, floor=floor, inactive_environments=inactive)
-        answer = {"ok": True, "skill": None, "score": decision.score, "reason": decision.reason}
+        answer = {"ok": True, "skill": None, "score": decision.score, "reason": decision.reason,
+                  **_gate_view(decision)}
         if decision.skill is not None:
             body = self._body(decision.skill.path, router.manifest.roots)
             if body is None:
@@ -181,6 +182,19 @@ class RoutingWorker:
         if len(self._bodies) > BODY_CACHE_SIZE:
             self._bodies.popitem(last=False)
         return wire
+
+
+def _gate_view(decision) -> dict:
+    """What the gate judged, for every decision (also when nothing is injected): the top skill, its
+    similarity and relative gap (None when the gate did not run) and the thresholds they were held to."""
+    features = decision.features
+    return {"top": decision.candidates[0].name if decision.candidates else None,
+            "similarity": _rounded(features.get("similarity")), "relative_gap": _rounded(features.get("relative_gap")),
+            "threshold": decision.floor, "min_relative_gap": decision.min_relative_gap}
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None
 
 
 def gated_skills(manifest) -> list[dict]:
