@@ -42,6 +42,9 @@ class PluginSettings(Settings):
     dedupe_ttl_seconds: int = 86400
     route_timeout_ms: int = 0  # 0: 24 ms for local embedders, 200 ms for litellm
     warmup_wait_seconds: float = 15.0
+    record_decisions: bool = True
+    record_message_text: bool = False
+    record_max_bytes: int = 4_000_000
 
     RANGES: ClassVar[tuple[tuple[str, float, float], ...]] = (
         ("max_skill_chars", 500, 200_000),
@@ -50,6 +53,7 @@ class PluginSettings(Settings):
         ("dedupe_ttl_seconds", 60, 365 * 86400),
         ("route_timeout_ms", 0, 10_000),
         ("warmup_wait_seconds", 0, 600),
+        ("record_max_bytes", 100_000, 1_000_000_000),
     )
 
     def check(self) -> None:
@@ -79,7 +83,7 @@ def hermes_home() -> Path:
 
 
 def state_dir(home: Path) -> Path:
-    """The plugin's own files in a Hermes home: the dedupe store and the skill-block seal."""
+    """The plugin's own files in a Hermes home: the dedupe store, the skill-block seal and the decision record."""
     return Path(home) / PLUGIN_NAME
 
 

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from ..decision_log import DecisionLog
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
@@ -25,6 +26,7 @@ from .cli_command import HERMES_COMMAND
 from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
 from .dedupe import InjectedSkills
 from .eligibility import Eligibility, Offer
+from .record import record_path
 from .seal import home_seal
 from .turns import TurnLedger
 
@@ -36,7 +38,8 @@ _plugin_config: Callable[[str, Any], Any] | None = None  # Hermes' ctx.get_confi
 
 
 class PluginRuntime:
-    """Settings, the home's seal, the routing client, the dedupe store and the gateway turn ledger."""
+    """Settings, the home's seal, the routing client, the dedupe store, the gateway turn ledger and the
+    decision record."""
 
     def __init__(self, home: Path):
         self.home = home
@@ -49,6 +52,7 @@ class PluginRuntime:
         self.injected = InjectedSkills(state_dir(home) / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
+        self.decisions = DecisionLog(record_path(home), settings.record_max_bytes, log_once=self.log_once)
         self.eligibility = Eligibility(home, self.config, self.log_once)
         self._reindex_wanted = False
         self.closed = False
@@ -120,6 +124,7 @@ class PluginRuntime:
         self.closed = True
         self.client.close()
         self.injected.close()
+        self.decisions.close()
 
 
 def hook_context_limit() -> int | None:
