@@ -19,7 +19,7 @@ from .config import PLUGIN_NAME
 
 NAME = PLUGIN_NAME
 HERMES_COMMAND = f"hermes {NAME}"
-HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
+HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route, history)"
 
 
 def setup(parser: argparse.ArgumentParser) -> None:
