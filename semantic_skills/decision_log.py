@@ -18,9 +18,9 @@ import json
 import logging
 import math
 import os
+import re
 import stat
 import threading
-import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +39,7 @@ MAX_NAME_CHARS = 200      # skill names, platform and path labels
 MAX_NAMED = 4
 MAX_LINE_BYTES = 64 * 1024
 QUEUE_LIMIT = 2_048       # entries waiting for the writer; older ones are dropped beyond it
+WRITE_BATCH = 32
 
 
 @dataclass(frozen=True)
@@ -139,21 +140,25 @@ class DecisionLog:
                     self._writer.start()
 
     def flush(self) -> None:
-        """Write every queued entry now (a write error is logged once and the entries are dropped)."""
-        with self._write_lock:
-            lines = self._take_pending()
-            if not lines:
-                return
-            try:
-                self._write(lines)
-            except OSError as exc:
-                self._close_file()
-                self._log_once(logging.WARNING, f"cannot write the decision record {self.path} "
-                                                f"({exc.strerror or exc}); decisions go unrecorded until it can")
+        """Write every queued entry now (a write error is logged once and the entries are dropped).
 
-    def _take_pending(self) -> list[bytes]:
+        Entries are written a batch at a time: each write lets other threads
+        (the gateway's event loop) have the interpreter back.
+        """
+        with self._write_lock:
+            while self._pending:
+                lines = self._take_pending(WRITE_BATCH)
+                try:
+                    self._write(lines)
+                except OSError as exc:
+                    self._pending.clear()
+                    self._close_file()
+                    self._log_once(logging.WARNING, f"cannot write the decision record {self.path} "
+                                                    f"({exc.strerror or exc}); decisions go unrecorded until it can")
+
+    def _take_pending(self, limit: int) -> list[bytes]:
         lines = []
-        while self._pending:
+        while self._pending and len(lines) < limit:
             try:
                 entry = self._pending.popleft()
             except IndexError:
@@ -182,6 +187,8 @@ class DecisionLog:
                 self.flush()
 
     def _write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
         self._open()
         generation_bytes = max(1, self.max_bytes // 2)
         chunk: list[bytes] = []
@@ -325,11 +332,14 @@ def _skip_line(fh) -> int:
 # --------------------------------------------------------------------------- field checks
 
 
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
+
+
 def _clean(value: str | None, limit: int) -> str | None:
     """``value`` without control characters, at most ``limit`` characters."""
     if value is None:
         return None
-    return "".join(c for c in str(value)[:limit] if unicodedata.category(c) != "Cc")
+    return _CONTROL_CHARACTERS.sub("", str(value)[:limit])
 
 
 def _round(value: float | None, digits: int = 4) -> float | None:
