@@ -7,8 +7,9 @@ bytes and the provider's prompt cache keeps hitting.
 The block cannot be broken out of or forged from either side:
 
 - a skill's name and body can neither close the block early nor open another
-  one: the ``<`` of every ``skill-context`` tag in them (in any case, with any
-  spacing) is written as ``&lt;``;
+  one: the ``<`` of every ``skill-context`` tag in them, as a reader sees it
+  (in any case or spacing, with invisible characters inside, in look-alike
+  letters or brackets; see glyphs.py), is written as ``&lt;``;
 - the opening tag carries the host's ``seal``, a secret the user does not
   know, and a block is taken as the host's own only when it carries it: a
   message that merely starts with ``<skill-context`` is the user's text.
@@ -20,6 +21,7 @@ import functools
 import html
 import re
 
+from .glyphs import tag_starts
 from .limits import DEFAULT_MAX_SKILL_CHARS
 from .skills.parsing import strip_front_matter
 
@@ -27,7 +29,8 @@ OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"
 NOTE = ("This skill was pre-loaded because it matches the user's message. "
         "If it does not fit, call search_skills to find a better one.")
-_TAG_LOOKALIKE = re.compile(r"<(?=\s*/?\s*skill[\s_-]*context)", re.IGNORECASE)
+TAG_NAMES = ("skill-context",)  # tags no skill text may open or close, however disguised
+ESCAPED_ANGLE = "&lt;"
 
 
 def skill_body(skill_markdown: str) -> str:
@@ -36,8 +39,18 @@ def skill_body(skill_markdown: str) -> str:
 
 
 def neutralise(text: str) -> str:
-    """``text`` with the ``<`` of every opening or closing skill-context tag written as ``&lt;``."""
-    return _TAG_LOOKALIKE.sub("&lt;", text)
+    """``text`` with the ``<`` of every opening or closing tag of ``TAG_NAMES`` written as ``&lt;``.
+
+    A tag is found as a reader sees it (see :func:`glyphs.tag_starts`): in any
+    case, spacing or dash, with invisible characters inside, in full-width or
+    look-alike letters and brackets; a look-alike ``<`` is replaced too. Every
+    other character stays as it is, so ``<div>`` and ``a < b`` are untouched.
+    """
+    pieces, kept = [], 0
+    for start in tag_starts(text, TAG_NAMES):
+        pieces += (text[kept:start], ESCAPED_ANGLE)
+        kept = start + 1
+    return "".join(pieces) + text[kept:] if pieces else text
 
 
 def cap_body(name: str, body: str, max_chars: int, omitted: int = 0) -> str:
