@@ -23,7 +23,7 @@ import re
 
 from .glyphs import tag_starts
 from .limits import DEFAULT_MAX_SKILL_CHARS
-from .skills.parsing import strip_front_matter
+from .skills.parsing import skill_name, strip_front_matter
 
 OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"
@@ -81,8 +81,13 @@ def _clean_cut(text: str, room: int) -> int:
     return room
 
 
+def tag_name(name: str) -> str:
+    """``name`` as an opening tag's ``name="..."`` holds it: the skill's one-line name, escaped, no tag inside."""
+    return neutralise(html.escape(skill_name(name), quote=True))
+
+
 def opening_tag(name: str, score: float, seal: str) -> str:
-    return f'{OPEN_TAG} name="{html.escape(name, quote=True)}" score="{score:.2f}" seal="{seal}">'
+    return f'{OPEN_TAG} name="{tag_name(name)}" score="{score:.2f}" seal="{seal}">'
 
 
 def skill_block(name: str, score: float, body: str, seal: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS,

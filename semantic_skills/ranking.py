@@ -23,6 +23,7 @@ from .gates import COMPETITORS, NEIGHBOURS, relative_gap
 from .index.manifest import Manifest
 from .lexical import LexicalIndex
 from .skills.eligibility import environments_allow, platforms_allow
+from .skills.parsing import skill_name
 
 LEXICAL_WEIGHT = 0.05
 SHORTLIST = 64
@@ -78,11 +79,14 @@ class IndexState:
     def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:
         """Skills this machine may offer whose name and folder are not in ``exclude``.
 
+        A name is matched as given (the agent's, which may hold characters the
+        index's names leave out) and as the index names skills (:func:`skill_name`).
         ``inactive_environments``, when given, replaces the ones the index was opened with.
         """
         mask = (self.offered if inactive_environments is None else self._offered_with(inactive_environments)).copy()
         for name in exclude:
             mask[self.positions.get(name, [])] = False
+            mask[self.positions.get(skill_name(name), [])] = False
         return mask
 
     def _offered_with(self, inactive_environments: frozenset[str]) -> np.ndarray:

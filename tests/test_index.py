@@ -55,6 +55,12 @@ def test_a_manifest_written_before_environments_were_recorded_still_opens(index_
     assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
 
 
+def test_a_name_read_from_a_manifest_is_the_one_line_name(index_copy, bundled_embedder):
+    edit_manifest(index_copy, lambda m: m["skills"][0].update(name="pdf-to-\nmarkdown\u202e"))
+    router = SkillRouter.open(index_copy, embedder=bundled_embedder)
+    assert "pdf-to- markdown" in {r.name for r in router.manifest.skills}
+
+
 class OtherEmbedder(Embedder):
     def __init__(self, identity):
         self.identity = identity

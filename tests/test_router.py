@@ -196,6 +196,15 @@ def test_an_excluded_skill_decides_as_if_it_were_not_in_the_index(tmp_path):
     assert kept.candidates[0].name == "gold" and kept.features["separation"] < excluded.features["separation"]
 
 
+@pytest.mark.parametrize("agent_name", ["go\u200bld", "gold\n", "\u202egold\u202c", "gold"])
+def test_a_skill_is_excluded_by_the_name_the_agent_gives_it_invisible_characters_and_all(tmp_path, agent_name):
+    skills = {"gold": [unit(1, 0)], **{f"s{i}": [axis(i + 2)] for i in range(10)}}
+    write_synthetic_index(tmp_path / "index", skills)
+    router = SkillRouter.open(tmp_path / "index", embedder=TableEmbedder({"route me": unit(1, 0.05)}))
+    assert router.route("route me").skill.name == "gold"
+    assert router.route("route me", exclude=[agent_name]).candidates[0].name != "gold"
+
+
 def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):
     skills = {"alpha": [unit(1, 0)], "beta": [unit(0, 1)]}
     embedder = TableEmbedder({"about alpha": unit(1, 0.1)})

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
-from ..skills.parsing import Conditions, Skill, offer_conditions
+from ..skills.parsing import Conditions, Skill, offer_conditions, skill_name
 from . import MANIFEST
 
 FORMAT = "semantic-skills-index"
@@ -72,7 +72,7 @@ class SkillRecord:
     def from_dict(cls, data: dict) -> "SkillRecord":
         start, count = data["rows"]
         return cls(
-            str(data["name"]), str(data.get("folder", "")), str(data["path"]), str(data["hash"]),
+            skill_name(str(data["name"])), str(data.get("folder", "")), str(data["path"]), str(data["hash"]),
             str(data.get("category", "")), str(data.get("description", "")),
             tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
             tuple(str(t) for t in data.get("tags", ())),
