@@ -454,23 +454,16 @@ class DiskFullFile:
 
 
 def fill_disk_while_writing(monkeypatch, which: str) -> None:
-    """Make the index's vectors or manifest write fail as on a full disk."""
-    import faiss
-
+    """Make the index's vectors or manifest write fail as on a full disk (tests/reliability fills a real one)."""
     from semantic_skills import files as files_module
 
-    if which == "vectors":
-        def write_index(_index, path):
-            Path(path).write_bytes(b"FAISS-partial")
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    def open_on_full_disk(path, mode="r", *args, **kwargs):
+        fh = open(path, mode, *args, **kwargs)
+        name = Path(path).name
+        full = name.startswith(".vectors-" if which == "vectors" else f".{MANIFEST}.")
+        return DiskFullFile(fh) if full and "w" in mode else fh
 
-        monkeypatch.setattr(faiss, "write_index", write_index)
-    else:
-        def open_on_full_disk(path, mode="r", *args, **kwargs):
-            fh = open(path, mode, *args, **kwargs)
-            return DiskFullFile(fh) if MANIFEST in Path(path).name and "w" in mode else fh
-
-        monkeypatch.setattr(files_module, "open", open_on_full_disk, raising=False)
+    monkeypatch.setattr(files_module, "open", open_on_full_disk, raising=False)
 
 
 @pytest.mark.parametrize("which", ["vectors", "manifest"])
