@@ -262,6 +262,25 @@ def test_symlinks_leading_outside_the_root_are_skipped_with_a_reason(tmp_path):
     assert "external_dirs" in reasons["linked-dir"]
 
 
+def test_the_quarantine_is_never_indexed_however_it_is_reached(tmp_path):
+    root = tmp_path / "skills"
+    quarantine = root / ".hub" / "quarantine"
+    unscanned = {name: write_skill(quarantine, name, f"---\nname: {name}\n---\n")
+                 for name in ("by-file-link", "by-folder-link", "by-external-root")}
+    write_skill(root, "good", "---\nname: good\n---\n")
+    (root / "linked-file").mkdir()
+    (root / "linked-file" / "SKILL.md").symlink_to(unscanned["by-file-link"])
+    (root / "linked-dir").symlink_to(unscanned["by-folder-link"].parent, target_is_directory=True)
+    (root / "linked-hub").symlink_to(root / ".hub", target_is_directory=True)
+
+    found = discover(root, unscanned["by-external-root"].parent)  # an external root inside the quarantine
+
+    assert [s.name for s in found.skills] == ["good"]
+    assert {str(root / "linked-file" / "SKILL.md"), str(root / "linked-dir" / "SKILL.md"),
+            str(unscanned["by-external-root"])} <= {s.path for s in found.skipped}
+    assert all("quarantine" in s.reason for s in found.skipped)
+
+
 def test_symlinked_folder_inside_the_root_is_followed(tmp_path):
     write_skill(tmp_path / "store", "tool", "---\nname: tool\n---\n")
     (tmp_path / "alias").symlink_to(tmp_path / "store", target_is_directory=True)
