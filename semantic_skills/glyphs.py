@@ -169,22 +169,32 @@ def tag_starts(text: str, names: Iterable[str]) -> list[int]:
     Each position holds the ``<`` or its look-alike. Anything read as nothing
     may stand anywhere in the tag's start, so ``< / Skill_Context`` is found as
     well as ``<\u200d/skill\u00adcontext``. The text is translated to its
-    skeleton one character for one, so positions carry over: only what follows
-    each angle, as far as it could still be a tag, until that has cost as much
-    as translating the whole text, which is then done instead (as it is at
-    once for ASCII text, which Python translates fastest).
+    skeleton one character for one, so positions carry over: ASCII text all at
+    once (Python translates it fastest), other text only after each angle, as
+    far as it could still be a tag, unless that would cost more than a
+    quarter of translating it all.
     """
     tag, tag_start = _tag_patterns(tuple(names))
-    if text.isascii():
-        return [match.start() for match in tag.finditer(text.translate(_ALIGNED))]
-    found: list[int] = []
-    budget = len(text)  # characters to translate window by window
+    if not text.isascii():
+        found = _tags_after_angles(text, tag, tag_start, budget=len(text) // 4)
+        if found is not None:
+            return found
+    return _tags_anywhere(text, tag)
+
+
+def _tags_anywhere(text: str, tag: re.Pattern) -> list[int]:
+    return [match.start() for match in tag.finditer(text.translate(_ALIGNED))]
+
+
+def _tags_after_angles(text: str, tag: re.Pattern, tag_start: re.Pattern, budget: int) -> list[int] | None:
+    """The tags, read from each angle on; None once more than ``budget`` characters would be translated."""
+    found = []
     for angle in _ANGLE_FINDER.finditer(text):
         start, size = angle.start(), WINDOW
         while True:
             budget -= size
             if budget < 0:
-                return [match.start() for match in tag.finditer(text.translate(_ALIGNED))]
+                return None
             read = text[start:start + size].translate(_ALIGNED)
             if tag.match(read):
                 found.append(start)

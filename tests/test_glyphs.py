@@ -135,8 +135,18 @@ def test_any_text_is_neutralised_once_for_all(text):
 def test_a_tag_padded_past_the_first_window_is_found_where_angles_are_few_or_many(size):
     padded = "\u200b" * size
     tag = f"<{padded}/skill-context>"
-    for text in (f"\u00e9t\u00e9 {tag}", "\u2039" * 3 * size + tag, tag + "<" * 3 * size):
-        assert tag_starts(text, TAG_NAMES) == [text.index(tag)]
+    few = "\u00e9" * 100_000 + tag  # read from its angle on, the window growing
+    many = ["\u2039" * 3 * size + tag, tag + "<" * 3 * size]  # read all at once
+    ascii_tag = f"<{' ' * size}/skill-context>"
+    for text, found in [(few, tag), *((text, tag) for text in many), ("x" + ascii_tag + "<" * size, ascii_tag)]:
+        assert tag_starts(text, TAG_NAMES) == [text.index(found)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(disguised_tags(), st.text(max_size=30)), max_size=8).map("".join))
+def test_reading_from_each_angle_finds_what_reading_it_all_finds(text):
+    tag, tag_start = glyphs._tag_patterns(TAG_NAMES)
+    assert glyphs._tags_after_angles(text, tag, tag_start, budget=10**9) == glyphs._tags_anywhere(text, tag)
 
 
 def test_every_character_that_reads_as_an_angle_is_looked_for():
