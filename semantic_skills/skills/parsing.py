@@ -63,7 +63,6 @@ def skill_name(raw: str) -> str:
     return one_line(raw[:MAX_NAME_CHARS])
 
 
-
 def decode_skill_bytes(raw: bytes) -> tuple[str, list[str]]:
     """Decode bytes to text: BOM stripped, CRLF/CR normalised, bad bytes replaced."""
     warnings = []
