@@ -119,7 +119,7 @@ def word_skeleton(text: str) -> str:
 
 _NOTHING = "\x00"  # an aligned character that reads as nothing
 _SEVERAL = "\x01"  # an aligned character that reads as several (a ligature, a Roman numeral): it ends a tag
-MAX_REMEMBERED_CHARACTERS = 65_536
+MAX_REMEMBERED_CHARACTERS = 16_384  # about 3 MB at most
 
 
 class _Aligned(dict):
@@ -148,9 +148,9 @@ def _tag_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern]:
     """In aligned text: the opening or closing tag ``<NAME`` or ``</NAME`` (anything read as nothing allowed
     between any two of its characters), and any start of one."""
     gap = f"{_NOTHING}*"
-    skeletons = [word_skeleton(name) for name in names]
-    whole = "|".join(gap.join(map(re.escape, skeleton)) for skeleton in skeletons)
-    starts = "|".join(_optional_chain(skeleton, gap) for skeleton in skeletons)
+    words = [word_skeleton(name) for name in names]
+    whole = "|".join(gap.join(map(re.escape, word)) for word in words)
+    starts = "|".join(_optional_chain(word, gap) for word in words)
     angle = f"{re.escape(ANGLE)}{gap}(?:{re.escape(SLASH)}{gap})?"
     return re.compile(f"{angle}(?:{whole})"), re.compile(f"{angle}(?:{starts})")
 
