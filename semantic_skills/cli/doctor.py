@@ -25,7 +25,8 @@ def doctor(timeout, as_json):
     Exits with 1 when routing would not work. Run it as `hermes semantic-skills
     doctor` to check the Python and the Hermes home (profile) that Hermes uses.
     """
-    from ..hermes.doctor import FAIL, run_doctor
+    from ..hermes.doctor import run_doctor
+    from ..hermes.doctor_report import FAIL
 
     checks = run_doctor(timeout)
     healthy = all(check.status != FAIL for check in checks)

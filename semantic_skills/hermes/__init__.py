@@ -32,10 +32,11 @@ class NotRouting(RuntimeError):
 
 def register(ctx) -> None:
     from . import cli_command
+    from .config import HERMES_COMMAND
 
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    _check_dependencies(cli_command.HERMES_COMMAND)
+    _check_dependencies(HERMES_COMMAND)
 
     from . import capabilities, hooks, prompt_stub, tool
     from .runtime import get_runtime, use_plugin_config

@@ -15,10 +15,9 @@ import sys
 
 from ..errors import COMMAND_ENV
 from ..worker.launch import isolated_command
-from .config import PLUGIN_NAME
+from .config import HERMES_COMMAND, PLUGIN_NAME
 
 NAME = PLUGIN_NAME
-HERMES_COMMAND = f"hermes {NAME}"
 HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
 
 

@@ -27,6 +27,7 @@ from ..settings import Settings, setting_name
 from ..skills.discovery import SkillsRoot
 
 PLUGIN_NAME = "semantic-skills"
+HERMES_COMMAND = f"hermes {PLUGIN_NAME}"  # how a user runs this plugin's command line under Hermes
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 PROMPT_MODES = ("compact", "full")
 

@@ -16,7 +16,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from ..errors import ConfigError, command_name
@@ -24,46 +24,22 @@ from ..index import MANIFEST
 from ..requirements import CORE_MODULES, EMBEDDER_MODULES, install_command, missing_modules
 from ..settings import EmbedderSettings
 from . import capabilities
-from .cli_command import HERMES_COMMAND
-from .config import PLUGIN_NAME, PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
-
-OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the report: ``fix`` is set whenever ``status`` is not ``ok``."""
-
-    name: str
-    status: str
-    detail: str
-    fix: str = ""
-    facts: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What every check reads: the home, its config and settings, and how the user runs this command line."""
-
-    home: Path
-    config: dict
-    settings: PluginSettings
-    index_dir: Path
-    backend: str  # the embedder backend routing uses: the configured one, or with default settings the index's
-    command: str
-
-    @property
-    def under_hermes(self) -> bool:
-        return self.command == HERMES_COMMAND
+from .config import (
+    HERMES_COMMAND,
+    PLUGIN_NAME,
+    PluginSettings,
+    hermes_home,
+    index_dir,
+    load_config,
+    plugin_settings,
+    state_dir,
+)
+from .doctor_report import FAIL, OK, SKIP, WARN, Check, Setup
+from .doctor_routing import index_check, skills_check, worker_check
 
 
 def run_doctor(worker_timeout: float) -> list[Check]:
     """Every check, in the order a user fixes things; routing works when none is ``fail``."""
-    from .doctor_routing import index_check, skills_check, worker_check
-
     setup, settings = _setup()
     dependencies = dependencies_check(setup)
     checks = [python_check(setup), dependencies, hermes_check(setup), plugin_check(setup), settings,

@@ -14,7 +14,7 @@ from ..logs import OnceLogger
 from ..settings import EmbedderSettings
 from ..skills.discovery import SkillsRoot
 from .config import skills_roots
-from .doctor import FAIL, OK, WARN, Check, Setup
+from .doctor_report import FAIL, OK, WARN, Check, Setup
 from .eligibility import METADATA_NAMESPACE, Eligibility, hermes_skills_roots
 
 PROBE = "doctor: does the routing worker answer a message?"

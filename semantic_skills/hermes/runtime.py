@@ -21,8 +21,7 @@ from typing import Any, Callable
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
-from .cli_command import HERMES_COMMAND
-from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
+from .config import HERMES_COMMAND, PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
 from .dedupe import InjectedSkills
 from .eligibility import Eligibility, Offer
 from .seal import home_seal
