@@ -1,8 +1,8 @@
 """The Hermes Agent side of semantic-skills.
 
-``register(ctx)`` is what Hermes calls when it loads the plugin (as a folder
-under ``$HERMES_HOME/plugins`` or through the ``hermes_agent.plugins`` entry
-point; Hermes 0.21 calls it once per profile). It is cheap: it wires the
+``register(ctx)`` is what Hermes calls when it loads the plugin folder under
+``$HERMES_HOME/plugins`` (through the folder's ``__init__.py``; Hermes 0.21
+calls it once per profile). It is cheap: it wires the
 hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
 the compact skills prompt and says in one line each what this Hermes lacks
 (see capabilities.py); the routing worker starts in the background. Every hook
