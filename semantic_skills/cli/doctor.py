@@ -10,6 +10,7 @@ import click
 from .app import json_option, main
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+INDENT = " " * 5  # a fix goes on its own line, under its problem
 
 
 @main.command()
@@ -25,6 +26,7 @@ def doctor(timeout, as_json):
     Exits with 1 when routing would not work. Run it as `hermes semantic-skills
     doctor` to check the Python and the Hermes home (profile) that Hermes uses.
     """
+    from ..errors import command
     from ..hermes.doctor import run_doctor
     from ..hermes.doctor_report import FAIL
 
@@ -34,8 +36,12 @@ def doctor(timeout, as_json):
         click.echo(json.dumps({"ok": healthy, "checks": [c.as_dict() for c in checks]}, ensure_ascii=False))
     else:
         for check in checks:
-            fix = f" -> fix: {check.fix}" if check.fix and check.status != "ok" else ""
-            click.echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}{fix}")
-        click.echo("routing works" if healthy else "routing does not work: fix the FAIL lines above")
+            click.echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
+            if check.fix and check.status != "ok":
+                click.echo(f"{INDENT}fix: {check.fix}")
+            if check.alternative and check.status != "ok":
+                click.echo(f"{INDENT}or:  {check.alternative}")
+        click.echo("routing works" if healthy else
+                   f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
     if not healthy:
         sys.exit(1)

@@ -13,13 +13,15 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 
 @dataclass(frozen=True)
 class Check:
-    """One line of the report: ``fix`` is set whenever ``status`` is not ``ok``."""
+    """One line of the report: ``fix`` is set whenever ``status`` is ``fail`` or ``warn``; ``alternative`` is
+    another way to fix it, with what it costs or saves."""
 
     name: str
     status: str
     detail: str
     fix: str = ""
     facts: dict = field(default_factory=dict)
+    alternative: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)

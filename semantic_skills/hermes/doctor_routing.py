@@ -118,7 +118,8 @@ def skills_check(setup: Setup) -> Check:
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
         return Check("skills", WARN, f"no SKILL.md under {', '.join(facts['roots'])}",
-                     f"add skills to {setup.home / 'skills'} (or skills.external_dirs), then {command('build')}",
+                     f"add skill folders (each with a SKILL.md) to {setup.home / 'skills'}, or name other folders "
+                     "in skills.external_dirs",
                      facts)
     detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
         f"{count} by {rule}" for rule, count in hidden.items())
