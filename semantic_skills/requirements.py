@@ -172,6 +172,84 @@ def dependency_fix(module: str, backend: str = "sentence-transformers") -> str:
             f"Python: {install_command(backend)}")
 
 
+# --------------------------------------------------------------------------- what only this package brought
+
+INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel"})  # never suggested for removal, whoever needs them
+
+
+def packages_only_this_uses(path: list[str] | None = None) -> list[str]:
+    """The installed distributions that this package needs and nothing else installed needs, itself first.
+
+    The dependencies are followed through every installed distribution's
+    metadata, markers and extras included (``path``: where to look, default
+    ``sys.path``); a distribution some other installed one requires, even
+    through a chain, is kept. So is anything pip itself uses. Empty when this
+    package is not installed as a distribution.
+    """
+    installed = _installed(path)
+    if _canonical(DISTRIBUTION) not in installed:
+        return []
+    mine = _closure(installed, [(_canonical(DISTRIBUTION), _installed_extras(installed))])
+    others = [(name, frozenset()) for name in installed if name not in mine]
+    needed_elsewhere = _closure(installed, others)
+    return [name for name in sorted(mine - needed_elsewhere - INSTALLER_TOOLS,
+                                    key=lambda n: (n != _canonical(DISTRIBUTION), n))]
+
+
+def installed_size(names: list[str], path: list[str] | None = None) -> int:
+    """Bytes the files of the installed distributions ``names`` take, as their RECORD lists them."""
+    installed = _installed(path)
+    return sum(f.size or 0 for name in names if name in installed for f in installed[name].files or ())
+
+
+def _installed(path: list[str] | None) -> dict:
+    import importlib.metadata
+
+    found = {}
+    for dist in importlib.metadata.distributions(**({"path": path} if path is not None else {})):
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(_canonical(name), dist)  # the first on the path is the one that imports
+    return found
+
+
+def _installed_extras(installed: dict) -> frozenset[str]:
+    """This package's extras whose distributions are all installed (the torch-free install brings ``onnx``)."""
+    from packaging.requirements import Requirement
+
+    wanted: dict[str, set[str]] = {}
+    for line in installed[_canonical(DISTRIBUTION)].requires or ():
+        requirement = Requirement(line)
+        for extra in installed[_canonical(DISTRIBUTION)].metadata.get_all("Provides-Extra") or ():
+            if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+                wanted.setdefault(extra, set()).add(_canonical(requirement.name))
+    return frozenset(extra for extra, names in wanted.items() if names <= installed.keys())
+
+
+def _closure(installed: dict, roots: list[tuple[str, frozenset[str]]]) -> set[str]:
+    """Every installed distribution ``roots`` (name, extras) pull in, themselves included."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    seen: set[tuple[str, frozenset[str]]] = set()
+    names: set[str] = set()
+    queue = list(roots)
+    while queue:
+        name, extras = queue.pop()
+        if (name, extras) in seen or name not in installed:
+            continue
+        seen.add((name, extras))
+        names.add(name)
+        for line in installed[name].requires or ():
+            try:
+                requirement = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra})
+                                                 for extra in ("", *extras)):
+                queue.append((_canonical(requirement.name), frozenset(requirement.extras)))
+    return names
+
+
 def _canonical(name: str) -> str:
     from packaging.utils import canonicalize_name
 
