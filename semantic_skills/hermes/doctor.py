@@ -252,16 +252,22 @@ def settings_check(setup: Setup, error: ConfigError | None) -> Check:
 
 
 def _rename(config: dict, hermes: str, key: str, meant: str | None) -> str:
-    """The commands that move ``key`` to ``meant`` (or drop it when nothing is meant), both below ENTRY_KEY."""
+    """The commands that move ``key`` to ``meant``, both below ENTRY_KEY; only drop it when nothing is meant or
+    ``meant`` is set already (a duplicate must not overwrite the real setting)."""
     unset = f"{hermes} config unset {ENTRY_KEY}.{key}"
-    value = config["plugins"]["entries"][PLUGIN_NAME]
-    for part in key.split("."):
-        value = value[part]
-    if meant is None:
+    entry = config["plugins"]["entries"][PLUGIN_NAME]
+    value = _at(entry, key)
+    if meant is None or _at(entry, meant) is not None:
         return unset
     if isinstance(value, (dict, list)):
         return f"move {ENTRY_KEY}.{key} to {ENTRY_KEY}.{meant} in config.yaml"
     return f"{unset} && {hermes} config set {ENTRY_KEY}.{meant} {shlex.quote(str(value))}"
+
+
+def _at(mapping: dict, dotted: str):
+    for part in dotted.split("."):
+        mapping = mapping.get(part) if isinstance(mapping, dict) else None
+    return mapping
 
 
 def paths_check(setup: Setup) -> Check:
