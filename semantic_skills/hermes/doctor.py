@@ -133,8 +133,8 @@ def dependencies_check(setup: Setup) -> Check:
     """The core libraries and the embedder's packages import here, at the versions the plugin's code declares."""
     backend = setup.backend
     broken = _broken_core_modules()
-    absent = [package_name(m) for m in missing_modules(EMBEDDER_MODULES[backend])]
-    absent = [package_name(m) for m, why in broken if why is None] + absent
+    embedder_absent = [package_name(m) for m in missing_modules(EMBEDDER_MODULES[backend])]
+    absent = [package_name(m) for m, why in broken if why is None] + embedder_absent
     failing = [f"{package_name(m)} ({why})" for m, why in broken if why is not None]
     unmet = [(package, requirement, version) for package, requirement, version in unmet_requirements(backend)
              if package not in absent]
@@ -149,7 +149,8 @@ def dependencies_check(setup: Setup) -> Check:
     detail = f"the Python that runs Hermes ({sys.executable}) {'; '.join(problems)}"
     fix, alternative = install_command(backend), ""
     set_onnx = f"{hermes_cli(setup.home)} config set {SETTINGS_KEY}.embedder.backend onnx"
-    if backend != "onnx" and not broken and not missing_modules(EMBEDDER_MODULES["onnx"]):
+    only_the_embedder = embedder_absent and not (broken or unmet)
+    if backend != "onnx" and only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
         fix, alternative = set_onnx, fix  # the torch-free install is already there
         detail += "; the onnx embedder's packages are installed (the install without PyTorch)"
     elif backend == "sentence-transformers" and wants_torch_free():

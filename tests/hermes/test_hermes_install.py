@@ -90,6 +90,31 @@ def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkou
     assert (installed / "skills_index" / "manifest.json").read_text() == "{}"
 
 
+NEW_PACKAGE = "not-a-package-anyone-installed"
+
+
+def test_an_update_runs_from_the_next_start_and_doctor_names_a_dependency_it_adds(tmp_path, plugin_checkout):
+    source = tmp_path / "source"
+    git(tmp_path, "clone", "-q", str(plugin_checkout), str(source))
+    user = install_as_a_user(tmp_path / "user", source.as_uri())
+    assert user.run(PLUGIN, "--version").stdout.strip() == "semantic-skills, version 0.1.0"
+    version_file, pyproject = source / "semantic_skills" / "__init__.py", source / "pyproject.toml"
+    version_file.write_text(version_file.read_text().replace('__version__ = "0.1.0"', '__version__ = "0.2.0"'))
+    pyproject.write_text(pyproject.read_text().replace('"click>=8.1",', f'"click>=8.1", "{NEW_PACKAGE}>=1.0",'))
+    git(source, "commit", "-qam", "release 0.2.0: a new dependency")
+
+    updated = user.run("plugins", "update", PLUGIN)
+    version = user.run(PLUGIN, "--version")
+    doctor = user.run(PLUGIN, "doctor", "--json")
+
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert version.stdout.strip() == "semantic-skills, version 0.2.0"  # live at the next start, no pip step
+    dependencies = json.loads(doctor.stdout.strip().splitlines()[-1])["checks"][1]
+    assert dependencies["status"] == "fail" and dependencies["facts"]["missing"] == [NEW_PACKAGE]
+    assert dependencies["detail"] == f"the Python that runs Hermes ({user.python}) lacks {NEW_PACKAGE}"
+    assert dependencies["fix"] == f"{user.python} -m pip install -e {user.plugin}"  # the pip step again
+
+
 GATEWAY_PROCESS = textwrap.dedent("""
     import json, sys
     sys.path[:0] = [{testdir!r}, {supportdir!r}]
