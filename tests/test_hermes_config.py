@@ -21,6 +21,7 @@ from semantic_skills.hermes.config import (
     load_config,
     plugin_settings,
     skills_roots,
+    unknown_settings,
 )
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import discover_skills
@@ -216,3 +217,32 @@ def test_doctor_warns_of_an_entry_point_an_older_install_left(_isolated_hermes_h
 
     assert line.status == "warn" and "entry point" in line.detail and line.fix.endswith(" -m pip install -e "
                                                                                           + str(REPO))
+
+
+def documented_config_commands() -> list[list[str]]:
+    """Every `hermes config set/unset` line of the README and after-install.md, as argument lists."""
+    import shlex
+
+    commands = []
+    for doc in ("README.md", "after-install.md"):
+        for block in (REPO / doc).read_text(encoding="utf-8").split("```bash\n")[1:]:
+            for line in block.split("```")[0].splitlines():
+                line = line.split("  #")[0].replace("$S", SETTINGS_KEY).strip()
+                if line.startswith(("hermes config set ", "hermes config unset ")):
+                    commands.append(shlex.split(line)[2:])
+    return commands
+
+
+def test_the_documented_config_commands_set_valid_settings_and_keep_the_plugin_enabled(_isolated_hermes_home):
+    from hermes_cli.config import set_config_value, unset_config_value
+
+    home = _isolated_hermes_home
+    (home / "config.yaml").write_text(yaml.safe_dump(ENABLED))
+    commands = documented_config_commands()
+    assert len(commands) >= 10 and all(args[1].startswith(SETTINGS_KEY + ".") for args in commands)
+
+    for action, key, *value in commands:
+        set_config_value(key, *value) if action == "set" else unset_config_value(key)
+        config = load_config(home)
+        plugin_settings(config)  # never an invalid value
+        assert unknown_settings(config) == [] and config["plugins"]["enabled"] == ["semantic-skills"], key

@@ -147,15 +147,28 @@ def dependencies_check(setup: Setup) -> Check:
     problems = [f"{verb} {', '.join(names)}" for verb, names in (("lacks", absent), ("has too old", old),
                                                                   ("cannot import", failing)) if names]
     detail = f"the Python that runs Hermes ({sys.executable}) {'; '.join(problems)}"
-    fix, alternative = install_command(backend), ""
+    only_the_embedder = bool(embedder_absent) and not (broken or unmet)
+    why, fix, alternative = _install_fixes(setup, only_the_embedder)
+    return Check("dependencies", FAIL, detail + why, fix, facts, alternative)
+
+
+def _install_fixes(setup: Setup, only_the_embedder: bool) -> tuple[str, str, str]:
+    """(what the fix is based on, the fix, another way) for missing dependencies.
+
+    Where the onnx embedder's packages are already there, switching to it is
+    the fix. On a machine with no NVIDIA GPU and no PyTorch yet, with the
+    embedder left at its default, the install without PyTorch is recommended
+    (docs/performance.md, "Which install for a machine without an NVIDIA
+    GPU") and PyTorch's is the other way.
+    """
+    backend, install = setup.backend, install_command(setup.backend)
     set_onnx = f"{hermes_cli(setup.home)} config set {SETTINGS_KEY}.embedder.backend onnx"
-    only_the_embedder = embedder_absent and not (broken or unmet)
     if backend != "onnx" and only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
-        fix, alternative = set_onnx, fix  # the torch-free install is already there
-        detail += "; the onnx embedder's packages are installed (the install without PyTorch)"
-    elif backend == "sentence-transformers" and wants_torch_free():
-        alternative = f"without PyTorch ({TORCH_FREE_COST}): {install_command('onnx')} && {set_onnx}"
-    return Check("dependencies", FAIL, detail, fix, facts, alternative)
+        return "; the onnx embedder's packages are installed (the install without PyTorch)", set_onnx, install
+    if backend == "sentence-transformers" and setup.settings.embedder == EmbedderSettings() and wants_torch_free():
+        return (f"; no NVIDIA GPU here, so the install without PyTorch is recommended ({TORCH_FREE_COST})",
+                f"{install_command('onnx')} && {set_onnx}", f"with PyTorch (the default embedder): {install}")
+    return "", install, ""
 
 
 def _broken_core_modules() -> list[tuple[str, str | None]]:
