@@ -61,12 +61,22 @@ def register(ctx) -> None:
 
 def _check_dependencies(command: str) -> None:
     """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
-    from ..requirements import CORE_MODULES, install_command, missing_modules
+    from ..errors import ConfigError
+    from ..requirements import CORE_MODULES, missing_modules
+    from ..settings import EmbedderSettings
+    from .config import hermes_home, load_config, plugin_settings
+    from .install import install_fix
 
     missing = missing_modules(CORE_MODULES)
     if missing:
+        home = hermes_home()
+        try:
+            embedder = plugin_settings(load_config(home)).embedder
+        except ConfigError:
+            embedder = EmbedderSettings()
+        fix = install_fix(home, embedder.backend, embedder == EmbedderSettings()).fix
         raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
-                         f"fix: {install_command()} (then check with: {command} doctor)")
+                         f"fix: {fix} (then check with: {command} doctor)")
 
 
 def valid_hooks() -> frozenset[str] | None:

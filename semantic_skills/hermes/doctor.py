@@ -25,12 +25,10 @@ from ..index import MANIFEST
 from ..requirements import (
     CORE_MODULES,
     EMBEDDER_MODULES,
-    TORCH_FREE_COST,
     install_command,
     missing_modules,
     package_name,
     unmet_requirements,
-    wants_torch_free,
 )
 from ..settings import EmbedderSettings
 from . import capabilities
@@ -51,6 +49,7 @@ from .config import (
 )
 from .doctor_report import FAIL, OK, SKIP, WARN, Check, Setup
 from .doctor_routing import index_check, skills_check, worker_check
+from .install import install_fix
 
 ENTRY_POINTS = "hermes_agent.plugins"
 
@@ -148,27 +147,9 @@ def dependencies_check(setup: Setup) -> Check:
                                                                   ("cannot import", failing)) if names]
     detail = f"the Python that runs Hermes ({sys.executable}) {'; '.join(problems)}"
     only_the_embedder = bool(embedder_absent) and not (broken or unmet)
-    why, fix, alternative = _install_fixes(setup, only_the_embedder)
-    return Check("dependencies", FAIL, detail + why, fix, facts, alternative)
-
-
-def _install_fixes(setup: Setup, only_the_embedder: bool) -> tuple[str, str, str]:
-    """(what the fix is based on, the fix, another way) for missing dependencies.
-
-    Where the onnx embedder's packages are already there, switching to it is
-    the fix. On a machine with no NVIDIA GPU and no PyTorch yet, with the
-    embedder left at its default, the install without PyTorch is recommended
-    (docs/performance.md, "Which install for a machine without an NVIDIA
-    GPU") and PyTorch's is the other way.
-    """
-    backend, install = setup.backend, install_command(setup.backend)
-    set_onnx = f"{hermes_cli(setup.home)} config set {SETTINGS_KEY}.embedder.backend onnx"
-    if backend != "onnx" and only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
-        return "; the onnx embedder's packages are installed (the install without PyTorch)", set_onnx, install
-    if backend == "sentence-transformers" and setup.settings.embedder == EmbedderSettings() and wants_torch_free():
-        return (f"; no NVIDIA GPU here, so the install without PyTorch is recommended ({TORCH_FREE_COST})",
-                f"{install_command('onnx')} && {set_onnx}", f"with PyTorch (the default embedder): {install}")
-    return "", install, ""
+    chosen = install_fix(setup.home, backend, setup.settings.embedder == EmbedderSettings(), only_the_embedder)
+    why = f"; {chosen.why}" if chosen.why else ""
+    return Check("dependencies", FAIL, detail + why, chosen.fix, facts, chosen.alternative)
 
 
 def _broken_core_modules() -> list[tuple[str, str | None]]:

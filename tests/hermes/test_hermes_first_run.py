@@ -138,6 +138,15 @@ def test_doctor_without_pytorch_or_a_gpu_recommends_the_install_without_it(tmp_p
     # nvidia-smi on PATH: PyTorch's CUDA build is worth its size, and stays the one way
     assert (reports["gpu"]["fix"], reports["gpu"]["alternative"]) == (f"{python} -m pip install -e {REPO}", "")
 
+    (home / "plugins").mkdir(parents=True)
+    (home / "plugins" / PLUGIN).symlink_to(REPO, target_is_directory=True)
+    (home / "config.yaml").write_text("plugins:\n  enabled: [semantic-skills]\n")
+    loaded = subprocess.run([str(python), "-c", LOAD_AS_HERMES_DOES], text=True, capture_output=True, timeout=300,
+                            env={"HERMES_HOME": str(home), "PATH": f"{no_gpu}:/usr/bin:/bin"}, cwd=home)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    shown = json.loads(loaded.stdout.strip().splitlines()[-1])["error"]  # what /plugins and agent.log say
+    assert f"; fix: {torch_free} && {set_onnx} (then check with: hermes semantic-skills doctor)" in shown
+
 
 def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
     python = python_without(tmp_path, ("torch", "sentence_transformers", "semantic_skills", "__editable__")) / "python"
