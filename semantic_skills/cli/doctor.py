@@ -23,7 +23,9 @@ def doctor(timeout, as_json):
     Checks the Python and its dependencies, Hermes and its capabilities, the
     plugin's install and settings, the index (present, built with the configured
     embedder, up to date), a real routing worker, and which skills Hermes offers.
-    Exits with 1 when routing would not work. Run it as `hermes semantic-skills
+    One line per check; under a problem, the command that fixes it (and another
+    way, with its cost, where there is one). Exits with 1 when routing would
+    not work. Run it as `hermes semantic-skills
     doctor` to check the Python and the Hermes home (profile) that Hermes uses.
     """
     from ..errors import command
