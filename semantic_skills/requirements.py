@@ -1,8 +1,10 @@
-"""What this package needs installed to route, and the exact command that installs it into this Python.
+"""What this package needs installed to route, the exact command that installs it into this Python, which
+declared dependencies this Python lacks, and which installed packages only this package needs.
 
-Nothing here imports a dependency: modules are looked up with
-``importlib.util.find_spec``, so a Python without them can still say what is
-missing and how to fix it.
+Nothing here imports a dependency of the plugin: modules are looked up with
+``importlib.util.find_spec`` and distributions through ``importlib.metadata``,
+so a Python without them can still say what is missing and how to fix it.
+Requirement lines are read with ``packaging``, which Hermes itself depends on.
 """
 
 from __future__ import annotations
