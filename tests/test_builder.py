@@ -29,7 +29,7 @@ from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
 
-from support import REPO, write_skill
+from support import REPO, edit_manifest, write_skill
 
 PDF_QUERY = "convert this scanned PDF into markdown"
 
@@ -339,6 +339,17 @@ def test_an_unreadable_previous_index_is_rebuilt_in_full(built, bundled_embedder
     assert report.wrote and report.counts()["added"] == 10
     assert any("previous index unreadable" in w for _, w in report.warnings)
     assert len(read_manifest(index_dir).skills) == 10
+
+
+def test_an_index_an_older_release_built_is_rebuilt_in_full_saying_why(built, bundled_embedder):
+    skills_dir, index_dir = built
+    edit_manifest(index_dir, lambda m: m.update(format_version=0))
+
+    report = build(skills_dir, index_dir, bundled_embedder)
+
+    assert report.wrote and report.counts()["added"] == 10
+    assert (str(index_dir), "the previous index was built by an older release of semantic-skills (index format 0; "
+                            "this release reads format 1): rebuilding it in full") in report.warnings
 
 
 def test_a_second_build_while_one_runs_is_refused(built, bundled_embedder):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import tomllib
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -91,3 +92,47 @@ def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(mo
     assert "torch" not in requirements.install_command("onnx", python="/x/python").split("&&")[0]
     monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path)  # a GPU machine keeps PyPI's CUDA build
     assert requirements.install_command(python="/x/python") == f"{pip} -e {REPO}"
+
+
+def fake_distribution(site: Path, name: str, *requires: str, extras: tuple[str, ...] = ()) -> None:
+    """An installed distribution's metadata (what pip writes and importlib.metadata reads), with no code."""
+    folder = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    folder.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0"]
+    lines += [f"Provides-Extra: {extra}" for extra in extras] + [f"Requires-Dist: {line}" for line in requires]
+    (folder / "METADATA").write_text("\n".join(lines) + "\n")
+    (folder / "RECORD").write_text(f"{name}/__init__.py,,1000\n")
+
+
+def test_the_packages_to_uninstall_are_those_only_the_plugin_needs(tmp_path):
+    site = tmp_path / "site"
+    fake_distribution(site, "semantic-skills", "heavy>=1", "tool[fast]", "shared", "runtime; extra == 'onnx'",
+                      "never-installed; extra == 'gpu'", extras=("onnx", "gpu"))
+    fake_distribution(site, "heavy", "setuptools", "deep", "windows-only; sys_platform == 'win32'")
+    fake_distribution(site, "tool", "fast-part; extra == 'fast'", "slow-part; extra == 'slow'", extras=("fast", "slow"))
+    for name in ("deep", "fast-part", "slow-part", "runtime", "windows-only", "setuptools", "pip", "leaf"):
+        fake_distribution(site, name)
+    fake_distribution(site, "hermes-agent", "shared", "middle")
+    fake_distribution(site, "middle", "deep")  # Hermes needs deep through another package: it stays
+
+    only_mine = requirements.packages_only_this_uses(path=[str(site)])
+
+    assert only_mine == ["semantic-skills", "fast-part", "heavy", "runtime", "tool"]
+    assert requirements.installed_size(only_mine, path=[str(site)]) == 5000
+    assert requirements.packages_only_this_uses(path=[str(tmp_path / "empty")]) == []  # not installed: nothing
+
+
+def test_doctor_learns_of_a_dependency_a_new_release_adds_from_its_pyproject(tmp_path, monkeypatch):
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    added = [*project["dependencies"], "not-a-package-anyone-installed>=1.0", "numpy>=999"]
+    (tmp_path / "pyproject.toml").write_text("[project]\ndependencies = [" + ", ".join(f'"{line}"' for line in added)
+                                             + "]\n[project.optional-dependencies]\nonnx = [\"onnxruntime>=1.17\"]\n")
+    assert requirements.unmet_requirements() == []
+    monkeypatch.setattr(requirements, "project_folder", lambda: tmp_path)
+
+    unmet = requirements.unmet_requirements()
+
+    numpy = importlib.metadata.version("numpy")
+    assert unmet == [("not-a-package-anyone-installed", "not-a-package-anyone-installed>=1.0", None),
+                     ("numpy", "numpy>=999", numpy)]
+    assert requirements.unmet_requirements("litellm") == unmet  # every embedder needs them

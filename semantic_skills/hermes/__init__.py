@@ -1,8 +1,8 @@
 """The Hermes Agent side of semantic-skills.
 
-``register(ctx)`` is what Hermes calls when it loads the plugin (as a folder
-under ``$HERMES_HOME/plugins`` or through the ``hermes_agent.plugins`` entry
-point; Hermes 0.21 calls it once per profile). It is cheap: it wires the
+``register(ctx)`` is what Hermes calls when it loads the plugin folder under
+``$HERMES_HOME/plugins`` (through the folder's ``__init__.py``; Hermes 0.21
+calls it once per profile). It is cheap: it wires the
 hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
 the compact skills prompt and says in one line each what this Hermes lacks
 (see capabilities.py); the routing worker starts in the background. Every hook
@@ -32,10 +32,11 @@ class NotRouting(RuntimeError):
 
 def register(ctx) -> None:
     from . import cli_command
+    from .config import HERMES_COMMAND
 
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    _check_dependencies(cli_command.HERMES_COMMAND)
+    _check_dependencies(HERMES_COMMAND)
 
     from . import capabilities, hooks, prompt_stub, tool
     from .runtime import get_runtime, use_plugin_config
@@ -60,12 +61,22 @@ def register(ctx) -> None:
 
 def _check_dependencies(command: str) -> None:
     """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
-    from ..requirements import CORE_MODULES, install_command, missing_modules
+    from ..errors import ConfigError
+    from ..requirements import CORE_MODULES, missing_modules
+    from ..settings import EmbedderSettings
+    from .config import hermes_home, load_config, plugin_settings
+    from .install import install_fix
 
     missing = missing_modules(CORE_MODULES)
     if missing:
+        home = hermes_home()
+        try:
+            embedder = plugin_settings(load_config(home)).embedder
+        except ConfigError:
+            embedder = EmbedderSettings()
+        fix = install_fix(home, embedder.backend, embedder == EmbedderSettings()).fix
         raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
-                         f"fix: {install_command()} (then check with: {command} doctor)")
+                         f"fix: {fix} (then check with: {command} doctor)")
 
 
 def valid_hooks() -> frozenset[str] | None:

@@ -13,7 +13,9 @@ command line uses it for its Hermes defaults.
 from __future__ import annotations
 
 import ast
+import difflib
 import os
+import shlex
 import sys
 import threading
 from dataclasses import dataclass, fields
@@ -23,10 +25,13 @@ from typing import Any, Callable, ClassVar
 from ..errors import ConfigError
 from ..files import file_stamp
 from ..limits import DEFAULT_MAX_SKILL_CHARS
-from ..settings import Settings, setting_name
+from ..settings import EmbedderSettings, Settings, setting_name
 from ..skills.discovery import SkillsRoot
 
 PLUGIN_NAME = "semantic-skills"
+HERMES_COMMAND = f"hermes {PLUGIN_NAME}"  # how a user runs this plugin's command line under Hermes
+ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yaml, as `hermes config set` names it
+SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 PROMPT_MODES = ("compact", "full")
 
@@ -78,6 +83,13 @@ def hermes_home() -> Path:
         return Path(raw).expanduser() if raw else Path.home() / ".hermes"
 
 
+def hermes_cli(home: Path) -> str:
+    """How to run ``hermes`` on ``home`` from a shell: told which home when it is not the default one."""
+    if Path(home).expanduser().resolve() == (Path.home() / ".hermes").resolve():
+        return "hermes"
+    return f"HERMES_HOME={shlex.quote(str(home))} hermes"
+
+
 def state_dir(home: Path) -> Path:
     """The plugin's own files in a Hermes home: the dedupe store and the skill-block seal."""
     return Path(home) / PLUGIN_NAME
@@ -97,6 +109,36 @@ def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None =
         return PluginSettings.from_mapping(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
     read = {key: get_config(key, _ABSENT) for key in SETTING_KEYS}
     return PluginSettings.from_mapping({key: value for key, value in read.items() if value is not _ABSENT})
+
+
+def unknown_settings(config: dict) -> list[tuple[str, str | None]]:
+    """Keys in this plugin's part of the config that no setting has, each with the key probably meant (or None).
+
+    Both are dotted paths below ``plugins.entries.semantic-skills``: a
+    misspelt ``settings.embeder`` (``settings.embedder``), a misspelt
+    embedder field, or a setting placed beside ``settings`` instead of in it.
+    """
+    entry = _section(config, "plugins", "entries", PLUGIN_NAME)
+    found = [(str(key), f"settings.{key}") for key in entry if key in SETTING_KEYS]
+    settings = _section(config, "plugins", "entries", PLUGIN_NAME, "settings")
+    found += [(f"settings.{key}", _closest(str(key), SETTING_KEYS, "settings.")) for key in settings
+              if key not in SETTING_KEYS]
+    embedder = settings.get("embedder")
+    if isinstance(embedder, dict):
+        names = [f.name for f in fields(EmbedderSettings)]
+        found += [(f"settings.embedder.{key}", _closest(str(key), names, "settings.embedder.")) for key in embedder
+                  if key not in names]
+    return found
+
+
+def not_a_setting(key: str, meant: str | None) -> str:
+    """One :func:`unknown_settings` entry, said to the user."""
+    return f"{ENTRY_KEY}.{key} is not a setting" + (f" (did you mean {ENTRY_KEY}.{meant}?)" if meant else "")
+
+
+def _closest(key: str, names, prefix: str) -> str | None:
+    match = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
+    return prefix + match[0] if match else None
 
 
 def skills_roots(config: dict, home: Path) -> list[SkillsRoot]:

@@ -21,8 +21,18 @@ from typing import Any, Callable
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
-from .cli_command import HERMES_COMMAND
-from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
+from .config import (
+    HERMES_COMMAND,
+    SETTINGS_KEY,
+    PluginSettings,
+    hermes_home,
+    index_dir,
+    load_config,
+    not_a_setting,
+    plugin_settings,
+    state_dir,
+    unknown_settings,
+)
 from .dedupe import InjectedSkills
 from .eligibility import Eligibility, Offer
 from .seal import home_seal
@@ -76,11 +86,14 @@ class PluginRuntime:
         return settings
 
     def _parse(self, config: dict) -> PluginSettings:
+        where = self.home / "config.yaml"
+        for key, meant in unknown_settings(config):
+            self.log_once(logging.WARNING, f"{where}: {not_a_setting(key, meant)}; it is ignored")
         try:
             return plugin_settings(config, _plugin_config)
         except ConfigError as exc:
-            self.log_once(logging.WARNING, f"invalid settings under plugins.entries.semantic-skills.settings in "
-                                           f"{self.home / 'config.yaml'}: {exc}; using the defaults")
+            self.log_once(logging.WARNING, f"invalid settings under {SETTINGS_KEY} in {where}: {exc}; using the "
+                                           "defaults")
             return PluginSettings()
 
     def route_timeout(self) -> float:

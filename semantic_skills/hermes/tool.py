@@ -7,7 +7,7 @@ import json
 from ..injection import cap_body
 from ..limits import MAX_QUERY_CHARS
 from ..worker.protocol import DEFAULT_SEARCH_RESULTS, INDEX_MISSING, MAX_SEARCH_RESULTS
-from .cli_command import HERMES_COMMAND
+from .config import HERMES_COMMAND
 from .eligibility import current_platform
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 

@@ -68,6 +68,47 @@ def python_without(root: Path, hidden: tuple[str, ...]) -> Path:
     return venv / "bin"
 
 
+@dataclass
+class UserInstall:
+    """A Hermes venv of its own with the plugin installed in ``home`` the documented way."""
+
+    home: Path
+    bin: Path  # the venv's bin folder: its python and hermes
+    plugin: Path
+
+    @property
+    def hermes(self) -> Path:
+        return self.bin / "hermes"
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        """``hermes ARGS`` with this venv's Hermes on this home."""
+        return run_hermes(self.home, *args, hermes=self.hermes, timeout=timeout)
+
+
+def install_as_a_user(root: Path, source: str) -> UserInstall:
+    """``hermes plugins install SOURCE --enable`` and the after-install ``pip install -e``, into a venv under
+    ``root`` that sees this venv's packages except the plugin's own (so nothing is downloaded)."""
+    bin_dir = python_without(root, ("semantic_skills", "__editable__"))
+    user = UserInstall(root / "home", bin_dir, root / "home" / "plugins" / PLUGIN)
+    installed = user.run("plugins", "install", source, "--enable")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    pip_install_editable(user.python, user.plugin)
+    return user
+
+
+def pip_install_editable(python: Path, folder: Path) -> None:
+    """``pip install -e FOLDER`` into ``python``'s venv, as the after-install step does, without its dependencies
+    (the venv already sees them) and without the network."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                           "--no-build-isolation", "--no-index", "-e", str(folder)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def build_index(home: Path, *args: str) -> subprocess.CompletedProcess:
     """``semantic-skills build`` for ``home``, as a user runs it."""
     done = subprocess.run([sys.executable, "-m", "semantic_skills", "build", *args], env=subprocess_env(home),

@@ -98,7 +98,7 @@ def test_only_the_metadata_hermes_conditions_hide_a_skill_in_hermes(home):
 
 def test_the_doctor_counts_only_skills_with_metadata_hermes_conditions(home):
     from semantic_skills.hermes.config import PluginSettings
-    from semantic_skills.hermes.doctor import Setup
+    from semantic_skills.hermes.doctor_report import Setup
     from semantic_skills.hermes.doctor_routing import skills_check
 
     write_skills(home / "skills", {"needs-browser": CONDITIONED["needs-browser"], "plain": "",
