@@ -18,10 +18,21 @@ import time
 
 import pytest
 
+from hermes_testkit import Gateway
 from reliability_kit import WORKER_READY_SECONDS, agent_context, make_home, plugin_loaded
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
+OPENING = '<skill-context name="docker-compose-debug"'
 REGISTER_SECONDS = 1.0  # Hermes 0.21 skips a plugin whose register() takes plugins.load_timeout_seconds (10 s)
+
+DAMAGED = {
+    "200,000 open brackets": b"[" * 200_000,
+    "a 400-digit timestamp": (b'{"version": 2, "clean": true, "blocks": [], "chats": [["agent:main:whatsapp:dm:1", '
+                              b'"s1", ' + b"9" * 400 + b", {}]]}"),
+    "61 MB": b'{"version": 2, "clean": true, "chats": [], "blocks": [], "pad": "' + b"x" * (61 * 1024 * 1024) + b'"}',
+    "binary garbage": random.Random(18).randbytes(64 * 1024),
+    "wrong types": b'{"version": 2, "clean": "yes", "chats": {"a": 1}, "blocks": 7}',
+}
 
 
 @pytest.fixture()
@@ -44,6 +55,30 @@ def timed_register(monkeypatch):
 
 def plugin_home(tmp_path, examples_index, **settings):
     return make_home(tmp_path, {"index_dir": str(examples_index), "route_timeout_ms": 10000, **settings})
+
+
+@pytest.mark.parametrize("name", sorted(DAMAGED))
+def test_a_damaged_dedupe_file_is_set_aside_with_one_warning_and_the_plugin_routes(
+        tmp_path, examples_index, timed_register, caplog, monkeypatch, name):
+    home = plugin_home(tmp_path, examples_index)
+    state = home / "semantic-skills" / "dedupe.json"
+    state.parent.mkdir()
+    state.write_bytes(DAMAGED[name])
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"), plugin_loaded(home) as runtime:
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
+        gateway = Gateway(tmp_path / "sessions")
+        assert gateway.send(DOCKER, gateway.new_user()).text.startswith(OPENING)  # through _handle_message
+        assert runtime.dedupe.wait_loaded(30)
+        assert agent_context(DOCKER, "cli", "after-damage").startswith(OPENING)
+
+    assert timed_register and timed_register[0] < REGISTER_SECONDS, timed_register
+    aside = state.with_name("dedupe.json.damaged")
+    assert aside.stat().st_size == len(DAMAGED[name])
+    warnings = [r.getMessage() for r in caplog.records if "dedupe file" in r.getMessage()]
+    assert len(warnings) == 1 and str(state) in warnings[0] and "moved it to dedupe.json.damaged" in warnings[0]
+    assert json.loads(state.read_bytes())["version"] == 2  # saved afresh when the plugin closed
 
 
 CONFIG_DAMAGED = {
@@ -86,7 +121,7 @@ def test_an_oversized_config_yaml_holds_up_no_register_and_the_plugin_routes_on_
 
     with caplog.at_level(logging.WARNING, logger="semantic_skills"), plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
-        assert agent_context(DOCKER, "cli", "big-config").startswith('<skill-context name="docker-compose-debug"')
+        assert agent_context(DOCKER, "cli", "big-config").startswith(OPENING)
 
     assert timed_register and timed_register[0] < REGISTER_SECONDS, timed_register
     assert [r.getMessage() for r in caplog.records if "cannot use" in r.getMessage()] == [
