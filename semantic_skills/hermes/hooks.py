@@ -153,8 +153,7 @@ def _late_block(rt: PluginRuntime, turn: GatewayTurn, deadline: Deadline) -> Ski
     if turn.outcome == INJECTED:
         return turn.block
     if turn.outcome == PENDING:
-        return _block(rt, _routed_skill(rt, result_within(turn.decision,
-                                                          deadline.within(AGENT_ANSWER_TIMEOUT_SECONDS))))
+        return _block(rt, _routed_skill(rt, result_within(turn.decision, deadline.for_answer())))
     if turn.outcome == DEFERRED:
         return _block(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform, deadline)))
     return None
@@ -173,7 +172,7 @@ def _route(rt: PluginRuntime, text: str, platform: str, deadline: Deadline) -> R
     rt.send_reindex()
     offer = rt.offer(platform)  # after the wait: a ready worker has said which skills are for the host to decide
     decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
-    return result_within(decision, deadline.within(AGENT_ANSWER_TIMEOUT_SECONDS))
+    return result_within(decision, deadline.for_answer())
 
 
 def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:

@@ -137,15 +137,29 @@ class PluginRuntime:
 
 
 class Deadline:
-    """A time budget shared by several waits: each gets the smaller of its own limit and what is left."""
+    """The time budget of one hook call, shared by all its waits.
+
+    Each wait gets the smaller of its own limit and what is left; the waits
+    for the worker's answers also share one :data:`AGENT_ANSWER_TIMEOUT_SECONDS`
+    window, opened by the first of them: the answers are all due at once, so a
+    hung worker costs that window once, however many turns wait on it.
+    """
 
     def __init__(self, seconds: float):
         self.seconds = max(0.0, seconds)
         self._end = time.monotonic() + self.seconds
+        self._answers_end: float | None = None
 
     def within(self, limit: float) -> float:
         """How long the next wait may take: ``limit``, or less if the budget runs out first."""
         return max(0.0, min(limit, self._end - time.monotonic()))
+
+    def for_answer(self) -> float:
+        """How long the next wait for a routing answer may take."""
+        now = time.monotonic()
+        if self._answers_end is None:
+            self._answers_end = now + AGENT_ANSWER_TIMEOUT_SECONDS
+        return self.within(self._answers_end - now)
 
 
 def hook_context_limit() -> int | None:
