@@ -98,8 +98,8 @@ class DedupeStore:
 
         Certain means: a brand-new chat (``session_id`` None: no history
         exists), or a record confirmed for the very session id the gateway
-        holds now. After a rotation, ``/new``, ``/resume``, an unclean
-        restart, or with no record at all, the answer is False.
+        holds now. After a rotation, an automatic reset, ``/resume``, an
+        unclean restart, or with no record at all, the answer is False.
         """
         with self._lock:
             record = self._record(key)
