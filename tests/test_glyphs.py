@@ -71,7 +71,7 @@ LOOKALIKES = {"s": "sS\u0455\u0405\ua731\uff53\U0001d42c\u017f", "k": "kK\u043a\
 
 def block_for(body: str, name: str = "beekeeping") -> str:
     """The block a skill with ``body`` travels in."""
-    return skill_block(name, 0.5, body, "0" * 32)
+    return skill_block(name, body).text
 
 
 @pytest.mark.parametrize("disguise", sorted(DISGUISED_TAGS))

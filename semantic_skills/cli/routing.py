@@ -13,7 +13,6 @@ from . import defaults
 from .app import index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
-DEMO_SEAL = "demo"  # in Hermes, each home's own secret seal (see semantic_skills/hermes/seal.py)
 SCORE_WORDS = ("score ranks the skills: the similarity plus a small bonus for words and names the message "
                "shares with the skill; similarity (cosine, of the whole skill and of its best-matching "
                "sentence) is what the floor checks")
@@ -117,7 +116,7 @@ def demo(show_chars):
                 continue
             click.echo(f"  inject {decision.skill.name} (score {decision.score:.3f})")
             body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
-            text = inject(message, skill_block(decision.skill.name, decision.score, body, DEMO_SEAL))
+            text = inject(message, skill_block(decision.skill.name, body).text)
             if show_chars:
                 more = len(text) - show_chars
                 preview = text if more <= 0 else text[:show_chars] + f"... [{more} more characters]"

@@ -51,7 +51,7 @@ def register(ctx) -> None:
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
                       handler=_with_runtime(tool.search_skills),
                       description=tool.SCHEMA["description"], emoji="🧭")
-    prompt_stub.install(_prompt_mode, _seal, runtime.log_once, _observe_prompt_build)
+    prompt_stub.install(_prompt_mode, runtime.log_once, _observe_prompt_build)
     for capability in capabilities.probe(load_gateway=False):
         if not capability.available:
             level = logging.INFO if capability.name in capabilities.ABSENT_FEATURES else logging.WARNING
@@ -131,12 +131,6 @@ def _prompt_home(arguments: dict) -> Path:
 
     override = arguments.get("skills_dir_override")
     return Path(override).parent if override else hermes_home()
-
-
-def _seal(arguments: dict) -> str:
-    from .seal import home_seal
-
-    return home_seal(_prompt_home(arguments))
 
 
 def _observe_prompt_build(arguments: dict) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -29,9 +30,14 @@ SKILL_CONDITIONS = "skill_conditions"
 DISABLED_SKILLS = "disabled_skills"
 ENVIRONMENTS = "environments"
 PROJECT_SKILLS = "project_skills"
+HOOK_TIME_LIMIT = "hook_time_limit"
 
 # Missing in an older Hermes because that Hermes does not have the feature either: nothing is lost.
-ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG})
+ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG, HOOK_TIME_LIMIT})
+
+# Hermes 0.21's default (hermes_cli/plugins_dispatch.py): a pre_llm_call or post_tool_call callback that runs
+# longer than plugins.hook_callback_timeout is abandoned, then muted for 60 s. Used where this Hermes does not say.
+DEFAULT_HOOK_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ def probe(load_gateway: bool) -> list[Capability]:
                                 "hermes_constants.get_hermes_home() gives each call's profile home",
                                 "no hermes_constants.get_hermes_home: the home is $HERMES_HOME, else ~/.hermes")),
         (HOOK_OUTPUT_CAP, _hook_output_cap),
+        (HOOK_TIME_LIMIT, _hook_time_limit),
         (SKILL_CONDITIONS, _skill_conditions),
         (DISABLED_SKILLS, _present("agent.skill_utils", ("get_disabled_skill_names",),
                                    "skills.disabled and skills.platform_disabled are read by Hermes' "
@@ -217,6 +224,31 @@ def _hook_output_cap() -> tuple[bool, str]:
     if not spill.get("enabled"):
         return True, "hook output spilling is off: pre_llm_call context is capped by max_skill_chars only"
     return True, f"hook output over {int(spill['max_chars']):,} characters is spilled to a file: skills are cut to fit"
+
+
+def host_hook_timeout() -> float:
+    """Seconds after which Hermes abandons a ``pre_llm_call`` callback: its ``plugins.hook_callback_timeout``
+    as it resolves it, ``inf`` when that is switched off, :data:`DEFAULT_HOOK_TIMEOUT_SECONDS` when this
+    Hermes does not say."""
+    resolve = hermes_function("hermes_cli.plugins", "_resolve_hook_callback_timeout")
+    if resolve is None:
+        return DEFAULT_HOOK_TIMEOUT_SECONDS
+    try:
+        seconds = float(resolve())
+    except Exception:  # noqa: BLE001 - an unreadable setting: Hermes itself falls back to its default
+        return DEFAULT_HOOK_TIMEOUT_SECONDS
+    return seconds if seconds > 0 else math.inf
+
+
+def _hook_time_limit() -> tuple[bool, str]:
+    if hermes_function("hermes_cli.plugins", "_resolve_hook_callback_timeout") is None:
+        return False, (f"this Hermes sets no time limit on hook callbacks: pre_llm_call waits as if it were "
+                       f"{DEFAULT_HOOK_TIMEOUT_SECONDS:.0f} s, Hermes 0.21's default")
+    seconds = host_hook_timeout()
+    if math.isinf(seconds):
+        return True, "plugins.hook_callback_timeout is off: pre_llm_call waits as long as its settings say"
+    return True, (f"Hermes abandons a hook callback after {seconds:g} s (plugins.hook_callback_timeout): "
+                  f"pre_llm_call waits at most half of that")
 
 
 def _skill_conditions() -> tuple[bool, str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import difflib
 import os
+import re
 import shlex
 import sys
 import threading
@@ -25,6 +26,7 @@ from typing import Any, Callable, ClassVar
 from ..errors import ConfigError
 from ..files import file_stamp
 from ..limits import DEFAULT_MAX_SKILL_CHARS
+from ..logs import logger
 from ..settings import EmbedderSettings, Settings, setting_name
 from ..skills.discovery import SkillsRoot
 
@@ -91,7 +93,7 @@ def hermes_cli(home: Path) -> str:
 
 
 def state_dir(home: Path) -> Path:
-    """The plugin's own files in a Hermes home: the dedupe store and the skill-block seal."""
+    """The plugin's own files in a Hermes home: the dedupe record (and, by default, the index)."""
     return Path(home) / PLUGIN_NAME
 
 
@@ -231,15 +233,23 @@ def _listed(value: str) -> list:
 
 # --------------------------------------------------------------------------- reading config.yaml
 
+MAX_CONFIG_BYTES = 256 * 1024  # Hermes' own config.yaml is about 15 KB; a bigger one is not read
+MAX_CONFIG_NESTING = 64  # brackets deep: libyaml's parser overflows the C stack on a few hundred thousand
+MAX_CONFIG_NODES = 100_000  # values once aliases are expanded: a "billion laughs" file is refused
+
 _config_cache: dict[str, tuple[tuple, dict]] = {}
 _config_lock = threading.Lock()
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def load_config(home: Path) -> dict:
-    """Parse ``HOME/config.yaml``; ``{}`` when absent or invalid.
+    """Parse ``HOME/config.yaml``; ``{}`` when absent, or when it cannot be used (logged once per version).
 
     Cached on the file's stamp, so callers on a hot path pay a ``stat`` per
-    call, not a YAML parse; an unchanged file gives the same dict object.
+    call, not a YAML parse; an unchanged file gives the same dict object. No
+    content holds a caller up for long: the file is read only up to
+    :data:`MAX_CONFIG_BYTES` and parsed only if it nests at most
+    :data:`MAX_CONFIG_NESTING` brackets deep.
     """
     path = home / "config.yaml"
     stamp = file_stamp(path)
@@ -250,17 +260,56 @@ def load_config(home: Path) -> dict:
         cached = _config_cache.get(key)
         if cached and cached[0] == stamp:
             return cached[1]
-    import yaml
-
     try:
-        # libyaml's loader when present: Hermes' ~15 KB config parses several times faster,
-        # and a changed config is read again by the next hook call, on the gateway's loop.
-        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"),
-                         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError):
-        data = None
-    if not isinstance(data, dict):
+        data = _parse_config(path)
+    except Exception as exc:  # noqa: BLE001 - any content at all: the plugin runs on its defaults
+        logger.warning("semantic-skills: cannot use %s (%s); the plugin runs on its default settings until the "
+                       "file changes", path, f"{type(exc).__name__}: {exc}"[:200])
         data = {}
     with _config_lock:
         _config_cache[key] = (stamp, data)
     return data
+
+
+def _parse_config(path: Path) -> dict:
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ValueError(f"larger than {MAX_CONFIG_BYTES // 1024} KB")
+    text = raw.decode("utf-8", errors="replace")
+    if _bracket_depth(text) > MAX_CONFIG_NESTING:
+        raise ValueError(f"nested more than {MAX_CONFIG_NESTING} brackets deep")
+    import yaml
+
+    # libyaml's loader when present: Hermes' ~15 KB config parses several times faster,
+    # and a changed config is read again by the next hook call, on the gateway's loop.
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if not isinstance(data, dict):
+        return {}
+    if _exceeds(data, MAX_CONFIG_NODES):
+        raise ValueError(f"more than {MAX_CONFIG_NODES:,} values once its aliases are expanded")
+    return data
+
+
+def _bracket_depth(text: str) -> int:
+    """How deep flow brackets nest in ``text`` (counting those in strings too: an upper bound)."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.finditer(text):
+        depth = depth + 1 if bracket.group() in "[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _exceeds(data, limit: int) -> bool:
+    """True if walking ``data`` (aliases expanded, cycles included) visits more than ``limit`` values."""
+    stack, visited = [data], 0
+    while stack:
+        node = stack.pop()
+        visited += 1
+        if visited > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False

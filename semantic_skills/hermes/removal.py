@@ -73,7 +73,7 @@ def _folder_steps(home: Path, config: dict, plugin_folder: Path) -> list[Step]:
     state = state_dir(home)
     steps = []
     if state.exists():
-        steps.append(Step(f"rm -rf {shlex.quote(str(state))}", "its seal and its record of injected skills"))
+        steps.append(Step(f"rm -rf {shlex.quote(str(state))}", "its record of the skills each chat has"))
     try:
         settings = plugin_settings(config)
     except ConfigError:

@@ -223,7 +223,9 @@ class Gateway:
 
     The agent run is replaced by what it does before calling the model: get
     or create the session, then fire ``pre_llm_call`` with the agent's
-    arguments. ``agent_run`` may replace that with a real agent.
+    arguments and the session's history, which keeps each turn's text and, as
+    Hermes' ``api_content``, the text with the hook's context that the model
+    read. ``agent_run`` may replace that with a real agent.
     """
 
     def __init__(self, sessions_dir: Path):
@@ -243,6 +245,7 @@ class Gateway:
         runner._running_agents = {}
         runner._update_prompt_pending = {}
         self.turns: list[AgentTurn] = []
+        self.histories: dict[str, list[dict]] = {}  # session id -> its messages, as Hermes keeps them
         self.agent_run = None
 
         async def run_agent_turn(event, source, _quick_key, _run_generation):
@@ -251,11 +254,16 @@ class Gateway:
                 return await asyncio.to_thread(self.agent_run, event, source, entry.session_id)
             from hermes_cli.plugins import invoke_hook
 
+            history = self.histories.setdefault(entry.session_id, [])
+            message = {"role": "user", "content": event.text}
             results = invoke_hook("pre_llm_call", session_id=entry.session_id, task_id="t", turn_id="t",
-                                  user_message=event.text, conversation_history=[], is_first_turn=True,
-                                  model="fake-model", platform=source.platform.value,
+                                  user_message=event.text, conversation_history=[*history, message],
+                                  is_first_turn=not history, model="fake-model", platform=source.platform.value,
                                   sender_id=source.user_id or "")
             context = "\n\n".join(r["context"] for r in results if isinstance(r, dict) and r.get("context"))
+            if context:
+                message["api_content"] = f"{event.text}\n\n{context}"
+            history += [message, {"role": "assistant", "content": "ok"}]
             self.turns.append(AgentTurn(event.text, context, entry.session_id))
             return "ok"
 

@@ -65,7 +65,7 @@ def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm,
     systems = {request["messages"][0]["content"] for request in requests}
     assert len(systems) == 1
     system = systems.pop()
-    assert COMPACT_SKILLS_PROMPT.format(seal=runtime.seal) in system and "<available_skills>" not in system
+    assert COMPACT_SKILLS_PROMPT in system and "<available_skills>" not in system
 
     first_turn = last_user_content(requests[0])
     assert first_turn.startswith(DOCKER + "\n\n<skill-context name=\"docker-compose-debug\"")

@@ -170,6 +170,8 @@ def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_r
         assert wait_until(lambda: rt.client.status.state == FAILED, timeout=240), rt.client.status.detail
         refusal, onnx_worker = rt.client.status.detail, rt.client._process.pid
         write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
+        rt.settings()  # what the next hook call does first: the worker restarts with the default embedder
+        assert rt.client.wait_ready(240), rt.client.status.detail  # one hook call would wait 15 s at most
         routed, last_worker = route(2), rt.client._process.pid
     finally:
         rt.close()

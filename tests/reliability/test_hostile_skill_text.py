@@ -70,9 +70,10 @@ def gateway(hostile_home, tmp_path, monkeypatch):
 
 def test_look_alike_tags_in_a_body_neither_close_its_block_nor_open_another(gateway):
     turn = gateway.send(LOOKALIKE_QUERY, gateway.new_user())
-    block = turn.text[: -len(LOOKALIKE_QUERY)]
+    block, separator = turn.text[: -len(LOOKALIKE_QUERY)][:-2], turn.text[: -len(LOOKALIKE_QUERY)][-2:]
 
     assert block.startswith(f'<skill-context name="{LOOKALIKE_SKILL}"') and turn.text.endswith(LOOKALIKE_QUERY)
+    assert separator == "\n\n"
     assert skill_context_tags(block) == 2  # the plugin's own opening and closing tags, however one reads them
     assert block.count(CLOSE_TAG) == 1 and block.rstrip("\n").endswith(CLOSE_TAG)
     assert block.count(ATTACK) == len(LOOKALIKE_TAGS) and block.rindex(ATTACK) < block.index(CLOSE_TAG)
