@@ -44,13 +44,25 @@ class Capability:
 
 
 def hermes_version() -> str:
-    """The running Hermes' version string, for display only (never compared)."""
+    """The running Hermes' version string, for display only (never compared).
+
+    What Hermes itself reports first (``hermes_cli.__version__``; from 0.21.4 on
+    read from its install stamp, ``0.0.0`` without one), then the
+    ``hermes-agent`` distribution, whose metadata stays at the version of the
+    last ``pip install -e`` on an editable install.
+    """
+    try:
+        reported = getattr(_module("hermes_cli"), "__version__", None)
+    except Exception:  # noqa: BLE001 - a lazy __version__ that fails to read its stamp
+        reported = None
+    if isinstance(reported, str) and reported.strip():
+        return reported.strip()
     try:
         from importlib.metadata import version
 
         return version("hermes-agent")
-    except Exception:  # noqa: BLE001 - a git checkout may not be installed as a distribution
-        return str(getattr(sys.modules.get("hermes_cli") or _module("hermes_cli"), "__version__", "") or "unknown")
+    except Exception:  # noqa: BLE001 - neither says
+        return "unknown"
 
 
 def detect() -> list[Capability]:

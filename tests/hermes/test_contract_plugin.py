@@ -183,6 +183,28 @@ def test_every_capability_answers_and_0_19_lacks_only_what_it_never_had():
     assert capabilities.hermes_version() == "0.19.0"
 
 
+def test_the_version_shown_is_the_one_hermes_reports(monkeypatch):
+    """Upstream main's hermes_cli/__init__.py serves ``__version__`` lazily (a module ``__getattr__``) from the
+    install stamp, "0.0.0" without one, while the distribution metadata says what pip installed last."""
+    import hermes_cli
+
+    monkeypatch.delattr(hermes_cli, "__version__")
+
+    def stamped(name):
+        if name == "__version__":
+            return "0.0.0"
+        raise AttributeError(name)
+
+    monkeypatch.setattr(hermes_cli, "__getattr__", stamped, raising=False)
+    assert capabilities.hermes_version() == "0.0.0"  # the metadata says 0.19.0
+
+    def unreadable(name):
+        raise OSError("install stamp unreadable")
+
+    monkeypatch.setattr(hermes_cli, "__getattr__", unreadable)
+    assert capabilities.hermes_version() == "0.19.0"
+
+
 def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):
     """The names upstream main declares: VALID_HOOKS with on_skill_lifecycle, PluginContext.get_config,
     tools.secret_capture_gateway.get_pending_for_session, _skill_should_show(..., session_platform)."""
