@@ -35,7 +35,7 @@ def register(ctx) -> None:
 
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    _check_dependencies(cli_command.HERMES_COMMAND)
+    _check_dependencies(cli_command.HERMES_COMMAND, cli_command.HERMES_DISTRIBUTION)
 
     from . import capabilities, hooks, prompt_stub, tool
     from .runtime import get_runtime, use_plugin_config
@@ -58,14 +58,14 @@ def register(ctx) -> None:
                                     f"{capability.detail}")
 
 
-def _check_dependencies(command: str) -> None:
+def _check_dependencies(command: str, host: str) -> None:
     """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
     from ..requirements import CORE_MODULES, install_command, missing_modules
 
     missing = missing_modules(CORE_MODULES)
     if missing:
         raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
-                         f"fix: {install_command()} (then check with: {command} doctor)")
+                         f"fix: {install_command(host=host)} (then check with: {command} doctor)")
 
 
 def valid_hooks() -> frozenset[str] | None:

@@ -14,11 +14,13 @@ import subprocess
 import sys
 
 from ..errors import COMMAND_ENV
+from ..requirements import HOST_ENV
 from ..worker.launch import isolated_command
 from .config import PLUGIN_NAME
 
 NAME = PLUGIN_NAME
 HERMES_COMMAND = f"hermes {NAME}"
+HERMES_DISTRIBUTION = "hermes-agent"  # named in install commands, so pip keeps the versions Hermes pins
 HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
 
 
@@ -44,4 +46,4 @@ def run(args: argparse.Namespace) -> None:
         runtime.client.close()  # this process only runs a command: no routing worker needed
     arguments = ["--help"] if getattr(args, "plugin_help", False) else (args.arguments or ["--help"])
     command = isolated_command(sys.executable, "semantic_skills", *arguments)
-    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND}))
+    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND, HOST_ENV: HERMES_DISTRIBUTION}))

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
-from .cli_command import HERMES_COMMAND
+from .cli_command import HERMES_COMMAND, HERMES_DISTRIBUTION
 from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
 from .dedupe import InjectedSkills
 from .eligibility import Eligibility, Offer
@@ -45,7 +45,8 @@ class PluginRuntime:
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
         self._block_limit = hook_context_limit()
-        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND)
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND,
+                                   host=HERMES_DISTRIBUTION)
         self.injected = InjectedSkills(state_dir(home) / "dedupe.json", settings.dedupe_max_sessions,
                                        settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
