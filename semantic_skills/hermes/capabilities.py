@@ -29,9 +29,10 @@ SKILL_CONDITIONS = "skill_conditions"
 DISABLED_SKILLS = "disabled_skills"
 ENVIRONMENTS = "environments"
 PROJECT_SKILLS = "project_skills"
+PINNED_SKILLS = "pinned_skills"
 
 # Missing in an older Hermes because that Hermes does not have the feature either: nothing is lost.
-ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG})
+ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG, PINNED_SKILLS})
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ def probe(load_gateway: bool) -> list[Capability]:
                                   "trusted project skills (.hermes/skills, .agents/skills) are indexed; quarantined "
                                   "ones are never offered",
                                   "this Hermes has no trusted project skills: none are indexed")),
+        (PINNED_SKILLS, _present("agent.skill_commands", ("resolve_auto_load_skills",),
+                                 "skills.auto_load skills are already in each session's system prompt: never "
+                                 "injected again, and search_skills lists them as loaded",
+                                 "this Hermes pins no skill into the system prompt (no skills.auto_load)")),
     ]
     if load_gateway or "gateway.run" in sys.modules:
         probes[1:1] = [(GATEWAY_AUTHORIZATION, _gateway_authorization), (UPDATE_PROMPT, _update_prompt)]

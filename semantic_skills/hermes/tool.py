@@ -32,6 +32,7 @@ SCHEMA = {
 }
 
 BUILD_HINT = f"build it with: {HERMES_COMMAND} build, then try again"
+PINNED_NOTE = "already in the system prompt in full (skills.auto_load): follow it there"
 
 
 def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
@@ -51,7 +52,7 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         settings = rt.settings()
         rt.client.start()
         offer = rt.offer(current_platform())
-        reply = rt.client.search(query, limit, offer.exclude, AGENT_ANSWER_TIMEOUT_SECONDS,
+        reply = rt.client.search(query, limit, offer.exclude - offer.pinned, AGENT_ANSWER_TIMEOUT_SECONDS,
                                  wait_ready=settings.warmup_wait_seconds,
                                  inactive_environments=offer.inactive_environments)
         if reply.status == INDEX_MISSING:
@@ -59,17 +60,29 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         if not reply.ok:
             return _error(reply.status, reply.error or f"skill search is unavailable right now; check with: "
                                                        f"{HERMES_COMMAND} doctor")
-        return json.dumps({"query": query, "results": reply.data.get("results", []),
-                           "best": _best(reply.data.get("best"), settings.max_tool_chars)}, ensure_ascii=False)
+        results = [_marked(result, offer.pinned) for result in reply.data.get("results", [])]
+        return json.dumps({"query": query, "results": results,
+                           "best": _best(reply.data.get("best"), settings.max_tool_chars, offer.pinned)},
+                          ensure_ascii=False)
     except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise
         return _error("error", f"search_skills failed: {type(exc).__name__}: {exc}")
 
 
-def _best(best, max_chars: int) -> dict | None:
-    """The best match with its body capped at ``max_chars`` (``truncated`` says whether it was)."""
+def _marked(result, pinned: frozenset[str]):
+    """A result, with ``already_loaded`` when the skill is pinned into the system prompt."""
+    if isinstance(result, dict) and result.get("name") in pinned:
+        return {**result, "already_loaded": True}
+    return result
+
+
+def _best(best, max_chars: int, pinned: frozenset[str]) -> dict | None:
+    """The best match with its body capped at ``max_chars`` (``truncated`` says whether it was); a pinned skill
+    is named, not repeated."""
     if not isinstance(best, dict) or not isinstance(best.get("body"), str):
         return None
     name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
+    if name in pinned:
+        return {"name": name, "already_loaded": True, "content": PINNED_NOTE, "truncated": False}
     return {"name": name, "content": cap_body(name, body, max_chars, omitted),
             "truncated": len(body) + omitted > max_chars}
 

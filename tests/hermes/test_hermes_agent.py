@@ -12,9 +12,17 @@ import pytest
 import yaml
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
+from semantic_skills.hermes.tool import PINNED_NOTE
 
 from fake_llm import last_user_content, make_agent
-from hermes_testkit import build_index, run_hermes, set_active_org, wait_until, worker_processes
+from hermes_testkit import (
+    build_index,
+    resolve_auto_load_skills,
+    run_hermes,
+    set_active_org,
+    wait_until,
+    worker_processes,
+)
 from support import write_skill
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
@@ -234,3 +242,31 @@ def test_hermes_chat_one_shot_gets_its_skill_and_leaves_no_worker(llm, hermes_ho
     orphans = lambda: {pid for pid, parent in worker_processes(hermes_home.index_dir).items()  # noqa: E731
                        if parent != os.getpid()}
     assert wait_until(lambda: not orphans(), timeout=30), orphans()
+
+
+def test_a_pinned_skill_is_never_injected_and_search_skills_says_it_is_loaded(llm, runtime, hermes_home, monkeypatch):
+    """Hermes 0.21 ``skills.auto_load`` (agent/skill_commands.py:resolve_auto_load_skills, restated in
+    test_hermes_eligibility.py) writes the skill in full into every new session's system prompt."""
+    import agent.skill_commands
+
+    monkeypatch.setattr(agent.skill_commands, "resolve_auto_load_skills", resolve_auto_load_skills, raising=False)
+    config_file = hermes_home.path / "config.yaml"
+    saved = config_file.read_text()
+    config = yaml.safe_load(saved)
+    config.setdefault("skills", {})["auto_load"] = ["pdf-to-markdown"]
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    try:
+        assert "<skill-context" not in routed_skill(llm, "pinned-pdf", PDF)
+        llm.reply_tool_call("search_skills", {"query": "turn a PDF into markdown", "limit": 2})
+        llm.reply_text("it is already loaded")
+        make_agent(llm, "pinned-search").run_conversation("Which of your skills handles documents?")
+        tool_message = [m for m in llm.chat_requests()[-1]["messages"] if m["role"] == "tool"][-1]
+        payload = json.loads(tool_message["content"])
+    finally:
+        config_file.write_text(saved)
+
+    assert payload["results"][0]["name"] == "pdf-to-markdown" and payload["results"][0]["already_loaded"] is True
+    assert not any(r.get("already_loaded") for r in payload["results"][1:])
+    assert payload["best"] == {"name": "pdf-to-markdown", "already_loaded": True, "content": PINNED_NOTE,
+                               "truncated": False}
+    assert '<skill-context name="pdf-to-markdown"' in routed_skill(llm, "unpinned-pdf", PDF)  # the control

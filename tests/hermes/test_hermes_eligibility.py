@@ -16,7 +16,7 @@ from semantic_skills.skills.discovery import PROJECT
 from semantic_skills.skills.parsing import parse_skill
 from semantic_skills.worker.server import gated_skills
 
-from hermes_testkit import set_active_org, wait_until
+from hermes_testkit import resolve_auto_load_skills, set_active_org, wait_until
 from support import write_skill
 
 CONDITIONED = {
@@ -246,3 +246,29 @@ def test_the_active_organisation_is_the_one_the_running_hermes_reads(home, monke
 
     assert Eligibility(home, dict, OnceLogger()).offer("", gated).exclude == {"acme-deploy"}
     assert asked == [skills]
+
+
+def test_pinned_skills_are_never_routed_and_only_where_hermes_pins_them(home, monkeypatch):
+    """upstream agent/skill_commands.py:build_auto_load_prompt loads each ``skills.auto_load`` entry by name or
+    path and skips disabled ones; agent/system_prompt.py writes them into every new session's system prompt
+    unless HERMES_IGNORE_RULES is set. Real 0.19 has no such setting: nothing is pinned there."""
+    import yaml
+
+    from semantic_skills.hermes.config import load_config
+
+    (home / "config.yaml").write_text(yaml.safe_dump({"skills": {
+        "auto_load": ["weekly-report", " weekly-report ", "ops/deploy-check", str(home / "skills/x/pdf-tool"), 7],
+        "disabled": ["deploy-check"]}}))
+    rules = Eligibility(home, lambda: load_config(home), OnceLogger())
+    assert rules.offer("", ()).pinned == frozenset() and rules.offer("", ()).exclude == {"deploy-check"}  # 0.19
+
+    import agent.skill_commands
+
+    monkeypatch.setattr(agent.skill_commands, "resolve_auto_load_skills", resolve_auto_load_skills,
+                        raising=False)
+    offer = rules.offer("", ())
+    assert offer.pinned == {"weekly-report", "pdf-tool"}  # disabled: Hermes does not load it, routing skips it anyway
+    assert offer.exclude == {"weekly-report", "pdf-tool", "deploy-check"}
+
+    monkeypatch.setenv("HERMES_IGNORE_RULES", "true")  # --ignore-rules: Hermes pins nothing
+    assert rules.offer("", ()).pinned == frozenset()
