@@ -108,10 +108,20 @@ def _with_runtime(handler):
     return call
 
 
-def _prompt_mode() -> str:
+def _prompt_mode(arguments: dict) -> str:
+    """The skills prompt for the home a prompt is built for: its ``prompt_mode``, but Hermes' own listing
+    (``full``) while routing cannot work there, so the agent still sees its skills (see fallback.py)."""
+    from .fallback import routing_problem
     from .runtime import get_runtime
 
-    return get_runtime().settings().prompt_mode
+    runtime = get_runtime(_prompt_home(arguments))
+    mode = runtime.settings().prompt_mode
+    problem = routing_problem(runtime) if mode != "full" else ""
+    if problem:
+        runtime.log_once(logging.WARNING, f"{problem}; until then new sessions keep Hermes' own skills listing "
+                                          "and search_skills matches the words of skill names and descriptions")
+        return "full"
+    return mode
 
 
 def _prompt_home(arguments: dict) -> Path:

@@ -50,14 +50,15 @@ def compact_skills_prompt(available_tools, seal: str) -> str:
     return COMPACT_SKILLS_PROMPT.format(seal=seal)
 
 
-def install(prompt_mode: Callable[[], str], seal: Callable[[dict], str], log_once: OnceLogger,
+def install(prompt_mode: Callable[[dict], str], seal: Callable[[dict], str], log_once: OnceLogger,
             observe: Callable[[dict], None] | None = None) -> bool:
-    """Wrap Hermes' skills listing so it follows ``prompt_mode()`` (``compact`` or ``full``).
+    """Wrap Hermes' skills listing so it follows ``prompt_mode`` (``compact`` or ``full``).
 
-    ``seal`` and ``observe`` receive the arguments of each call, bound to their
-    names (the tools and toolsets the agent offers, and on Hermes 0.21 the
-    profile's skills folder): ``seal`` gives the seal of the Hermes home the
-    prompt is built for, ``observe`` remembers what it needs. Returns False,
+    ``prompt_mode``, ``seal`` and ``observe`` receive the arguments of each
+    call, bound to their names (the tools and toolsets the agent offers, and on
+    Hermes 0.21 the profile's skills folder): ``prompt_mode`` decides for the
+    Hermes home the prompt is built for, ``seal`` gives that home's seal,
+    ``observe`` remembers what it needs. Returns False,
     leaving Hermes untouched, when there is no such function to wrap.
     """
     try:
@@ -86,7 +87,7 @@ def install(prompt_mode: Callable[[], str], seal: Callable[[dict], str], log_onc
     return True
 
 
-def _wrap(original: Callable, prompt_mode: Callable[[], str], seal: Callable[[dict], str],
+def _wrap(original: Callable, prompt_mode: Callable[[dict], str], seal: Callable[[dict], str],
           observe: Callable[[dict], None] | None) -> Callable:
     try:
         signature = inspect.signature(original)
@@ -100,7 +101,7 @@ def _wrap(original: Callable, prompt_mode: Callable[[], str], seal: Callable[[di
                 observe(arguments)
             except Exception:  # noqa: BLE001 - observing must never break the prompt
                 pass
-        if arguments is None or _mode(prompt_mode) == "full":
+        if arguments is None or _mode(prompt_mode, arguments) == "full":
             return original(*args, **kwargs)
         return compact_skills_prompt(arguments.get("available_tools"), seal(arguments))
 
@@ -121,8 +122,8 @@ def _bound(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> di
     return dict(bound.arguments)
 
 
-def _mode(prompt_mode: Callable[[], str]) -> str:
+def _mode(prompt_mode: Callable[[dict], str], arguments: dict) -> str:
     try:
-        return prompt_mode()
+        return prompt_mode(arguments)
     except Exception:  # noqa: BLE001 - unreadable settings: leave Hermes' listing
         return "full"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import textwrap
@@ -16,6 +17,8 @@ from semantic_skills.hermes.tool import PINNED_NOTE
 
 from fake_llm import last_user_content, make_agent
 from hermes_testkit import (
+    EXAMPLE_SKILLS,
+    WORKER_READY_SECONDS,
     build_index,
     resolve_auto_load_skills,
     run_hermes,
@@ -270,3 +273,47 @@ def test_a_pinned_skill_is_never_injected_and_search_skills_says_it_is_loaded(ll
     assert payload["best"] == {"name": "pdf-to-markdown", "already_loaded": True, "content": PINNED_NOTE,
                                "truncated": False}
     assert '<skill-context name="pdf-to-markdown"' in routed_skill(llm, "unpinned-pdf", PDF)  # the control
+
+
+def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps_its_prompt(
+        llm, plugin_manager, tmp_path, monkeypatch, caplog):
+    """Plugin enabled, no index built yet: Hermes' own listing stays in the system prompt and search_skills
+    answers from the skill files. Hermes builds the prompt once per session (0.19
+    agent/conversation_loop.py:_restore_or_build_system_prompt; a fresh agent restores it from the session
+    database), so a build in mid-session changes nothing there; the next session gets the compact stub."""
+    from hermes_state import SessionDB
+
+    from semantic_skills.hermes.runtime import get_runtime
+
+    home = tmp_path / "fresh-home"
+    shutil.copytree(EXAMPLE_SKILLS, home / "skills")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    start = len(llm.chat_requests())
+    try:
+        with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+            llm.reply_tool_call("search_skills", {"query": "turn a PDF into markdown", "limit": 2})
+            llm.reply_text("pdf-to-markdown it is")
+            sessions = SessionDB(home / "state.db")
+            first = make_agent(llm, "before-build", session_db=sessions).run_conversation(PDF)
+            build_index(home)
+            assert get_runtime(home).client.wait_ready(WORKER_READY_SECONDS), get_runtime(home).client.status.detail
+            history = make_agent(llm, "before-build", session_db=sessions).run_conversation(  # the gateway's way:
+                "And keep the tables?", conversation_history=first["messages"])["messages"]  # a fresh agent
+            make_agent(llm, "after-build").run_conversation(PDF)
+    finally:
+        get_runtime(home).close()
+
+    requests = llm.chat_requests()[start:]
+    assert len(requests) == 4 and len(history) > len(first["messages"])
+    before, same_session, next_session = requests[0], requests[2], requests[3]
+    listing = before["messages"][0]["content"]
+    assert "<available_skills>" in listing and "pdf-to-markdown" in listing  # Hermes' own listing
+    tool_message = [m for m in requests[1]["messages"] if m["role"] == "tool"][-1]
+    found = json.loads(tool_message["content"])
+    assert found["matched"] == "words" and found["results"][0]["name"] == "pdf-to-markdown"
+    assert "build one with: hermes semantic-skills build" in found["note"]
+    assert same_session["messages"][0]["content"] == listing  # byte for byte, though the index now exists
+    assert "<available_skills>" not in next_session["messages"][0]["content"]
+    assert '<skill-context name="pdf-to-markdown"' in last_user_content(next_session)
+    warned = [r.getMessage() for r in caplog.records if "Hermes' own skills listing" in r.getMessage()]
+    assert len(warned) == 1 and "hermes semantic-skills build" in warned[0]
