@@ -4,15 +4,15 @@
 (no index yet, or the routing worker's own verdict: an index from another
 embedder, a missing package, a worker that keeps exiting), or ``""`` when it
 can. While it cannot, a session whose system prompt Hermes builds keeps
-Hermes' full skills listing instead of the compact stub (see
-``register``), and :func:`search_by_words` answers ``search_skills`` from the
-skill files themselves, matching the query's words in names, folders,
-descriptions and tags.
+Hermes' full skills listing instead of the compact stub (the skills prompt's
+mode is decided in ``__init__.py``), and :func:`search_by_words` answers
+``search_skills`` from the skill files themselves, matching the query's words
+in names, folders, descriptions and tags.
 
-The listing only ever errs towards what Hermes lists: a skill Hermes would not
-offer (disabled, another OS, an inactive environment, pinned, and every skill
-whose offer depends on the session: ``metadata.hermes`` conditions, trusted
-project folders, organisation mirrors) is never listed by the word search.
+The word search errs towards leaving a skill out: one Hermes would not offer
+(disabled, another OS, an inactive environment) is never listed, and neither
+is one whose offer depends on the session (``metadata.hermes`` conditions,
+trusted project folders, organisation mirrors).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from .eligibility import METADATA_NAMESPACE, Offer, hermes_home_bound, hermes_sk
 
 if TYPE_CHECKING:
     from .runtime import PluginRuntime
+
 
 def routing_problem(rt: PluginRuntime) -> str:
     """Why routing cannot serve ``rt``'s home now, with the fix; ``""`` when it can (or may yet: still loading)."""

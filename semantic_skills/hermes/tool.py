@@ -83,8 +83,9 @@ def _arguments(args) -> tuple[str, int]:
 
 
 def _why_by_words(rt: PluginRuntime, reply: Reply) -> str:
-    reason = reply.error or routing_problem(rt) or f"the routing worker did not answer; check with: " \
-                                                   f"{HERMES_COMMAND} doctor"
+    """The ``note`` of an answer by words: why the worker did not answer, with the fix."""
+    reason = (reply.error or routing_problem(rt)
+              or f"the routing worker did not answer; check with: {HERMES_COMMAND} doctor")
     return (f"semantic search is unavailable ({reason}); these skills share words with the query in their names "
             "and descriptions")
 
