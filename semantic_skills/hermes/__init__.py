@@ -32,11 +32,11 @@ class NotRouting(RuntimeError):
 
 def register(ctx) -> None:
     from . import cli_command
-    from .config import HERMES_COMMAND
+    from .config import HERMES_COMMAND, HERMES_DISTRIBUTION
 
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    _check_dependencies(HERMES_COMMAND)
+    _check_dependencies(HERMES_COMMAND, HERMES_DISTRIBUTION)
 
     from . import capabilities, hooks, prompt_stub, tool
     from .runtime import get_runtime, use_plugin_config
@@ -59,7 +59,7 @@ def register(ctx) -> None:
                                     f"{capability.detail}")
 
 
-def _check_dependencies(command: str) -> None:
+def _check_dependencies(command: str, host: str) -> None:
     """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
     from ..errors import ConfigError
     from ..requirements import CORE_MODULES, missing_modules
@@ -74,7 +74,7 @@ def _check_dependencies(command: str) -> None:
             embedder = plugin_settings(load_config(home)).embedder
         except ConfigError:
             embedder = EmbedderSettings()
-        fix = install_fix(home, embedder.backend, embedder == EmbedderSettings()).fix
+        fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=host).fix
         raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
                          f"fix: {fix} (then check with: {command} doctor)")
 
@@ -119,10 +119,20 @@ def _with_runtime(handler):
     return call
 
 
-def _prompt_mode() -> str:
+def _prompt_mode(arguments: dict) -> str:
+    """The skills prompt for the home a prompt is built for: its ``prompt_mode``, but Hermes' own listing
+    (``full``) while routing cannot work there, so the agent still sees its skills (see fallback.py)."""
+    from .fallback import routing_problem
     from .runtime import get_runtime
 
-    return get_runtime().settings().prompt_mode
+    runtime = get_runtime(_prompt_home(arguments))
+    mode = runtime.settings().prompt_mode
+    problem = routing_problem(runtime) if mode != "full" else ""
+    if problem:
+        runtime.log_once(logging.WARNING, f"{problem}; until then new sessions keep Hermes' own skills listing "
+                                          "and search_skills matches the words of skill names and descriptions")
+        return "full"
+    return mode
 
 
 def _prompt_home(arguments: dict) -> Path:

@@ -31,9 +31,11 @@ DISABLED_SKILLS = "disabled_skills"
 ENVIRONMENTS = "environments"
 PROJECT_SKILLS = "project_skills"
 HOOK_TIME_LIMIT = "hook_time_limit"
+PINNED_SKILLS = "pinned_skills"
 
 # Missing in an older Hermes because that Hermes does not have the feature either: nothing is lost.
-ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG, HOOK_TIME_LIMIT})
+ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG, HOOK_TIME_LIMIT,
+                            PINNED_SKILLS})
 
 # Hermes 0.21's default (hermes_cli/plugins_dispatch.py): a pre_llm_call or post_tool_call callback that runs
 # longer than plugins.hook_callback_timeout is abandoned, then muted for 60 s. Used where this Hermes does not say.
@@ -50,13 +52,25 @@ class Capability:
 
 
 def hermes_version() -> str:
-    """The running Hermes' version string, for display only (never compared)."""
+    """The running Hermes' version string, for display only (never compared).
+
+    What Hermes itself reports first (``hermes_cli.__version__``; from 0.21.4 on
+    read from its install stamp, ``0.0.0`` without one), then the
+    ``hermes-agent`` distribution, whose metadata stays at the version of the
+    last ``pip install -e`` on an editable install.
+    """
+    try:
+        reported = getattr(_module("hermes_cli"), "__version__", None)
+    except Exception:  # noqa: BLE001 - a lazy __version__ that fails to read its stamp
+        reported = None
+    if isinstance(reported, str) and reported.strip():
+        return reported.strip()
     try:
         from importlib.metadata import version
 
         return version("hermes-agent")
-    except Exception:  # noqa: BLE001 - a git checkout may not be installed as a distribution
-        return str(getattr(sys.modules.get("hermes_cli") or _module("hermes_cli"), "__version__", "") or "unknown")
+    except Exception:  # noqa: BLE001 - neither says
+        return "unknown"
 
 
 def detect() -> list[Capability]:
@@ -98,6 +112,10 @@ def probe(load_gateway: bool) -> list[Capability]:
                                   "trusted project skills (.hermes/skills, .agents/skills) are indexed; quarantined "
                                   "ones are never offered",
                                   "this Hermes has no trusted project skills: none are indexed")),
+        (PINNED_SKILLS, _present("agent.skill_commands", ("resolve_auto_load_skills",),
+                                 "skills.auto_load skills are already in each session's system prompt: never "
+                                 "injected again, and search_skills lists them as loaded",
+                                 "this Hermes pins no skill into the system prompt (no skills.auto_load)")),
     ]
     if load_gateway or "gateway.run" in sys.modules:
         probes[1:1] = [(GATEWAY_AUTHORIZATION, _gateway_authorization), (UPDATE_PROMPT, _update_prompt)]

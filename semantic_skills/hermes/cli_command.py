@@ -14,8 +14,9 @@ import subprocess
 import sys
 
 from ..errors import COMMAND_ENV
+from ..requirements import HOST_ENV
 from ..worker.launch import isolated_command
-from .config import HERMES_COMMAND, PLUGIN_NAME
+from .config import HERMES_COMMAND, HERMES_DISTRIBUTION, PLUGIN_NAME
 
 NAME = PLUGIN_NAME
 HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
@@ -48,4 +49,4 @@ def run(args: argparse.Namespace) -> None:
     else:
         arguments = args.arguments or ["--help"]
     command = isolated_command(sys.executable, "semantic_skills", *arguments)
-    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND}))
+    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND, HOST_ENV: HERMES_DISTRIBUTION}))

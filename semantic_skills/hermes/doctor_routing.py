@@ -30,7 +30,8 @@ def index_check(setup: Setup) -> Check:
     try:
         manifest, _vectors = load_index(setup.index_dir)
     except IndexMissing:
-        return Check("index", FAIL, f"no index in {setup.index_dir}", command("build"))
+        return Check("index", FAIL, f"no index in {setup.index_dir}: until there is one, new sessions keep Hermes' "
+                                    "own skills listing and search_skills matches words", command("build"))
     except SemanticSkillsError as exc:
         return Check("index", FAIL, str(exc), command("build --full"))
     embedder = setup.settings.embedder

@@ -24,15 +24,18 @@ class InstallFix:
     why: str = ""  # what the choice rests on, said after the problem
 
 
-def install_fix(home: Path, backend: str, default_embedder: bool, only_the_embedder: bool = False) -> InstallFix:
+def install_fix(home: Path, backend: str, default_embedder: bool, only_the_embedder: bool = False,
+                host: str | None = None) -> InstallFix:
     """The fix for missing dependencies of ``backend`` in this Python; ``only_the_embedder``: nothing but that
-    embedder's own packages is missing."""
-    install = install_command(backend)
+    embedder's own packages is missing; ``host``: the host's distribution, for pip to keep its pins (see
+    :func:`~semantic_skills.requirements.install_command`)."""
+    install = install_command(backend, host=host)
     set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
     if backend != "onnx" and only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
         return InstallFix(set_onnx, install, "the onnx embedder's packages are installed (the install without "
                                              "PyTorch)")
     if backend == "sentence-transformers" and default_embedder and wants_torch_free():
-        return InstallFix(f"{install_command('onnx')} && {set_onnx}", f"with PyTorch (the default embedder): {install}",
+        return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}",
+                          f"with PyTorch (the default embedder): {install}",
                           f"no NVIDIA GPU here, so the install without PyTorch is recommended ({TORCH_FREE_COST})")
     return InstallFix(install)

@@ -56,13 +56,14 @@ def compact_skills_prompt(available_tools) -> str:
     return COMPACT_SKILLS_PROMPT
 
 
-def install(prompt_mode: Callable[[], str], log_once: OnceLogger,
+def install(prompt_mode: Callable[[dict], str], log_once: OnceLogger,
             observe: Callable[[dict], None] | None = None) -> bool:
-    """Wrap Hermes' skills listing so it follows ``prompt_mode()`` (``compact`` or ``full``).
+    """Wrap Hermes' skills listing so it follows ``prompt_mode`` (``compact`` or ``full``).
 
-    ``observe`` receives the arguments of each call, bound to their names
-    (the tools and toolsets the agent offers, and on Hermes 0.21 the
-    profile's skills folder), and remembers what it needs. Returns False,
+    ``prompt_mode`` and ``observe`` receive the arguments of each call, bound
+    to their names (the tools and toolsets the agent offers, and on Hermes 0.21
+    the profile's skills folder): ``prompt_mode`` decides for the Hermes home
+    the prompt is built for, ``observe`` remembers what it needs. Returns False,
     leaving Hermes untouched, when there is no such function to wrap.
     """
     try:
@@ -91,7 +92,8 @@ def install(prompt_mode: Callable[[], str], log_once: OnceLogger,
     return True
 
 
-def _wrap(original: Callable, prompt_mode: Callable[[], str], observe: Callable[[dict], None] | None) -> Callable:
+def _wrap(original: Callable, prompt_mode: Callable[[dict], str],
+          observe: Callable[[dict], None] | None) -> Callable:
     try:
         signature = inspect.signature(original)
     except (TypeError, ValueError):
@@ -104,7 +106,7 @@ def _wrap(original: Callable, prompt_mode: Callable[[], str], observe: Callable[
                 observe(arguments)
             except Exception:  # noqa: BLE001 - observing must never break the prompt
                 pass
-        if arguments is None or _mode(prompt_mode) == "full":
+        if arguments is None or _mode(prompt_mode, arguments) == "full":
             return original(*args, **kwargs)
         return compact_skills_prompt(arguments.get("available_tools"))
 
@@ -125,8 +127,8 @@ def _bound(signature: inspect.Signature | None, args: tuple, kwargs: dict) -> di
     return dict(bound.arguments)
 
 
-def _mode(prompt_mode: Callable[[], str]) -> str:
+def _mode(prompt_mode: Callable[[dict], str], arguments: dict) -> str:
     try:
-        return prompt_mode()
+        return prompt_mode(arguments)
     except Exception:  # noqa: BLE001 - unreadable settings: leave Hermes' listing
         return "full"

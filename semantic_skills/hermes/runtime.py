@@ -26,6 +26,7 @@ from ..worker.client import RouterClient
 from .capabilities import host_hook_timeout
 from .config import (
     HERMES_COMMAND,
+    HERMES_DISTRIBUTION,
     SETTINGS_KEY,
     PluginSettings,
     hermes_home,
@@ -59,7 +60,8 @@ class PluginRuntime:
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
         self._block_limit = hook_context_limit()
-        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND)
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND,
+                                   host=HERMES_DISTRIBUTION)
         self.dedupe = DedupeStore(state_dir(home) / DEDUPE_FILE, settings.dedupe_max_sessions,
                                   settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()

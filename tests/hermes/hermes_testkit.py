@@ -187,6 +187,16 @@ def set_active_org(skills_dir: Path, organisation: str) -> None:
     marker.write_text(organisation + "\n", encoding="utf-8")
 
 
+def resolve_auto_load_skills(user_config=None):
+    """upstream agent/skill_commands.py:resolve_auto_load_skills (restated): ``skills.auto_load`` of the given
+    config as stripped, non-empty strings, first occurrence kept; anything but a list pins nothing."""
+    skills = user_config.get("skills") if isinstance(user_config, dict) else None
+    entries = skills.get("auto_load") if isinstance(skills, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return list(dict.fromkeys(e.strip() for e in entries if isinstance(e, str) and e.strip()))
+
+
 # --------------------------------------------------------------------------- gateway
 
 

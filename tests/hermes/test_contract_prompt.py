@@ -104,7 +104,7 @@ def test_the_0_21_skills_section_is_the_constant_stub(hermes_main, monkeypatch, 
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == LISTING  # the control: Hermes' listing
 
-    assert prompt_stub.install(lambda: "compact", OnceLogger()) is True
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger()) is True
 
     prompts = {sys.modules["agent.system_prompt"].skills_prompt(AGENT) for _ in range(3)}
     assert prompts == {STUB}  # byte-identical on every build
@@ -116,7 +116,7 @@ def test_the_stub_is_the_same_bytes_for_every_profile(hermes_main, monkeypatch, 
     profile a prompt is built for, and whatever home this thread has bound, the stub is one constant."""
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "default"))
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
-    assert prompt_stub.install(lambda: "compact", OnceLogger(), _observe_prompt_build)
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger(), _observe_prompt_build)
 
     stubs = {sys.modules["agent.system_prompt"].skills_prompt(
         types.SimpleNamespace(valid_tool_names=TOOLS, skills_dir=tmp_path / home / "skills"))
@@ -128,7 +128,7 @@ def test_full_mode_hands_hermes_exactly_what_it_passed(hermes_main, monkeypatch)
     """upstream agent/prompt_builder.py:build_skills_system_prompt receives skills_dir_override unchanged."""
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
     seen = []
-    assert prompt_stub.install(lambda: "full", OnceLogger(), seen.append)
+    assert prompt_stub.install(lambda arguments: "full", OnceLogger(), seen.append)
 
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == LISTING
     assert hermes_main.calls == [AGENT.skills_dir]
@@ -151,7 +151,7 @@ def test_the_wrapper_takes_the_call_an_old_three_parameter_replacement_failed(he
         sys.modules["agent.system_prompt"].skills_prompt(AGENT)
 
     monkeypatch.setattr(hermes_main, "build_skills_system_prompt", original)
-    assert prompt_stub.install(lambda: "compact", OnceLogger())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
@@ -163,12 +163,12 @@ def test_a_real_attribute_on_run_agent_is_replaced_too(hermes_main, monkeypatch)
     monkeypatch.setitem(sys.modules, "run_agent", run_agent)
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
 
-    assert prompt_stub.install(lambda: "compact", OnceLogger())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
 def test_a_call_that_fits_no_signature_is_left_to_hermes(hermes_main):
     """A keyword the wrapper cannot place (a newer Hermes) goes to the original unchanged: Hermes answers."""
-    assert prompt_stub.install(lambda: "compact", OnceLogger())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
     with pytest.raises(TypeError):
         hermes_main.build_skills_system_prompt(available_tools=TOOLS, skill_names=frozenset({"x"}))

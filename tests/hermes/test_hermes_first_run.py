@@ -35,7 +35,7 @@ def bare(tmp_path_factory, plugin_checkout):
     assert installed.returncode == 0, installed.stdout + installed.stderr
     plugin = home / "plugins" / PLUGIN
     return SimpleNamespace(home=home, hermes=bin_dir / "hermes", python=bin_dir / "python", plugin=plugin,
-                           install=f"{bin_dir / 'python'} -m pip install -e {plugin}")
+                           install=f"{bin_dir / 'python'} -m pip install -e {plugin} hermes-agent")
 
 
 def bare_hermes(bare, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -240,7 +240,7 @@ def test_without_a_listing_function_hermes_is_left_alone_and_it_is_said(monkeypa
 
     monkeypatch.delattr(agent.prompt_builder, "build_skills_system_prompt")
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
-        assert prompt_stub.install(lambda: "compact", OnceLogger()) is False
+        assert prompt_stub.install(lambda arguments: "compact", OnceLogger()) is False
     assert "skills listing stays in the system prompt" in caplog.text
     assert not hasattr(agent.prompt_builder, "build_skills_system_prompt")
 
