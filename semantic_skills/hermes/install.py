@@ -2,10 +2,12 @@
 error of ``register()`` both give.
 
 Where the onnx embedder's packages are installed already, switching to it is
-the fix. On a machine with no NVIDIA GPU and no PyTorch yet, with the
-embedder left at its default, the install without PyTorch is recommended
-(docs/performance.md, "Which install for a machine without an NVIDIA GPU")
-and PyTorch's is the other way. Otherwise it is the plugin's own pip line.
+the fix. Otherwise it is the plugin's own pip line (on Linux without an
+NVIDIA GPU, the CPU-only PyTorch first), the one install whose ``pip check``
+is clean; on a machine with no NVIDIA GPU and no PyTorch yet, with the
+embedder left at its default, the smaller and faster install without PyTorch
+is offered beside it with its cost (docs/performance.md, "Which install for a
+machine without an NVIDIA GPU").
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def install_fix(home: Path, backend: str, default_embedder: bool, only_the_embed
         return InstallFix(set_onnx, install, "the onnx embedder's packages are installed (the install without "
                                              "PyTorch)")
     if backend == "sentence-transformers" and default_embedder and wants_torch_free():
-        return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}",
-                          f"with PyTorch (the default embedder): {install}",
-                          f"no NVIDIA GPU here, so the install without PyTorch is recommended ({TORCH_FREE_COST})")
+        return InstallFix(install, f"without PyTorch ({TORCH_FREE_COST}): {install_command('onnx', host=host)} && "
+                                   f"{set_onnx}",
+                          "no NVIDIA GPU here, so the install without PyTorch is the smaller, faster choice")
     return InstallFix(install)
