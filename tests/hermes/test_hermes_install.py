@@ -112,7 +112,7 @@ def test_an_update_runs_from_the_next_start_and_doctor_names_a_dependency_it_add
     dependencies = json.loads(doctor.stdout.strip().splitlines()[-1])["checks"][1]
     assert dependencies["status"] == "fail" and dependencies["facts"]["missing"] == [NEW_PACKAGE]
     assert dependencies["detail"] == f"the Python that runs Hermes ({user.python}) lacks {NEW_PACKAGE}"
-    assert dependencies["fix"] == f"{user.python} -m pip install -e {user.plugin}"  # the pip step again
+    assert dependencies["fix"] == f"{user.python} -m pip install -e {user.plugin} hermes-agent"  # the pip step again
 
 
 GATEWAY_PROCESS = textwrap.dedent("""
@@ -173,6 +173,8 @@ def test_removing_the_plugin_leaves_hermes_starting_clean_and_the_rest_takes_one
                                                                                                 plugin_checkout, llm):
     user = install_as_a_user(tmp_path, plugin_checkout.as_uri())
     assert user.run("config", "set", f"plugins.entries.{PLUGIN}.settings.threshold", "0.45").returncode == 0
+    (user.home / PLUGIN).mkdir()  # the plugin's state folder, as a routed chat leaves it
+    (user.home / PLUGIN / "dedupe.json").write_text('{"version": 2, "clean": true, "chats": [], "blocks": []}')
     planned = user.run(PLUGIN, "uninstall", "--json")
     assert planned.returncode == 0, planned.stdout + planned.stderr
     commands = [step["command"] for step in json.loads(planned.stdout.strip().splitlines()[-1])]
