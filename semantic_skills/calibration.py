@@ -19,6 +19,7 @@ a grid, so nothing is embedded twice. Two fits, one after the other:
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,8 +60,8 @@ class GatePoint:
 class Calibration:
     """The chosen gate, whether it meets both precisions asked for, and every setting tried.
 
-    ``full_points`` are the full gates tried (at the lowest floor), ``points``
-    the floors and hint gaps tried with the chosen full gate.
+    ``full_points`` are the full gates tried (at the lowest floor, without
+    hints), ``points`` the floors and hint gaps tried with the chosen full gate.
     """
 
     chosen: GatePoint
@@ -149,7 +150,7 @@ def calibrate(routed: Sequence[RoutedQuery], min_precision: float = DEFAULT_MIN_
     recorded, so no message is embedded twice. Where no setting is precise enough, the most precise one
     is chosen and ``meets_target`` is False."""
     arrays = _Routed.of(routed)
-    full_points = [arrays.point(Gate(FLOOR, 0.0, gap, margin)) for gap in GAP_GRID for margin in MARGIN_GRID]
+    full_points = [arrays.point(Gate(FLOOR, math.inf, gap, margin)) for gap in GAP_GRID for margin in MARGIN_GRID]
     full, full_met = _best(full_points, lambda p: p.full_precision, min_full_precision, lambda p: p.full_correct)
     gap, margin = full.gate.full_relative_gap, full.gate.full_relative_margin
     points = [arrays.point(Gate(floor, hint_gap, gap, margin)) for floor in FLOOR_GRID for hint_gap in GAP_GRID]

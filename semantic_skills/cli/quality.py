@@ -93,13 +93,13 @@ def _echo_metrics_table(report: dict) -> None:
     """One row of metrics overall and per source; with leave-out copies, their false-injection rates too."""
     left_out = report.get("leave_out")
     extra = f"{'lo full':>10}{'lo any':>10}" if left_out else ""
-    click.echo(f"{'':24}" + "".join(f"{title:>10}" for _, title in METRIC_COLUMNS) + extra
+    click.echo(f"{'':24}" + "".join(f"{title:>11}" for _, title in METRIC_COLUMNS) + extra
                + f"{'chars':>8}{'messages':>9}")
     rows = [("all", report["overall"])]
     if len(report["by_source"]) > 1:
         rows += list(report["by_source"].items())
     for label, metrics in rows:
-        cells = "".join(_fmt(metrics[key], 10) for key, _ in METRIC_COLUMNS)
+        cells = "".join(_fmt(metrics[key], 11) for key, _ in METRIC_COLUMNS)
         if left_out:
             source = left_out["overall"] if label == "all" else left_out["by_source"].get(label, {})
             cells += _fmt(source.get("false_full"), 10) + _fmt(source.get("false_any"), 10)
@@ -145,7 +145,7 @@ def calibrate(queries_file, index_dir, backend, model, min_precision, min_full_p
     if as_json:
         click.echo(json.dumps({
             **_point_dict(chosen), "meets_target": fitted.meets_target, "written": saved is not None,
-            "full_table": [_point_dict(p) for p in fitted.full_points],
+            "full_table": [_full_point_dict(p) for p in fitted.full_points],
             "table": [_point_dict(p) for p in fitted.points],
         }, ensure_ascii=False))
         return
@@ -168,9 +168,21 @@ def _point_dict(point) -> dict:
             "leave_out_any": point.leave_out_any, "objective_precision": point.objective_precision}
 
 
+def _full_point_dict(point) -> dict:
+    return {"full_relative_gap": point.gate.full_relative_gap, "full_relative_margin": point.gate.full_relative_margin,
+            "full_precision": point.full_precision, "full_correct": point.full_correct, "false_full": point.false_full,
+            "leave_out_full": point.leave_out_full}
+
+
 def _echo_trade_off(fitted) -> None:
     """The fitted gate's neighbourhood: the full gate by relative gap, then the hint gate by gap and by floor."""
     chosen = fitted.chosen
+    click.echo(f"Full injections alone (floor 0.30, relative margin >= {chosen.gate.full_relative_margin:.2f}), "
+               "by relative gap:")
+    click.echo(f"{'gap >=':>8}{'full prec':>10}{'full':>9}{'false full':>11}{'lo full':>9}")
+    for p in fitted.full_table()[::10]:
+        click.echo(f"{p.gate.full_relative_gap:>8.2f}{_fmt(p.full_precision, 10)}{_fmt(p.full_correct)}"
+                   f"{_fmt(p.false_full, 11)}{_fmt(p.leave_out_full)}")
     header = (f"{'full prec':>10}{'full':>9}{'named':>9}{'false any':>10}{'lo full':>9}{'lo any':>9}"
               f"{'objective':>10}")
 
@@ -179,20 +191,14 @@ def _echo_trade_off(fitted) -> None:
                 f"{_fmt(p.false_any, 10)}{_fmt(p.leave_out_full)}{_fmt(p.leave_out_any)}"
                 f"{_fmt(p.objective_precision, 10)}")
 
-    tables = (
-        (f"Full injections at relative margin {chosen.gate.full_relative_margin:.2f} (floor 0.30, no hints), "
-         "by relative gap:", "gap >=", fitted.full_table()[::5], lambda p: p.gate.full_relative_gap),
-        (f"With that full gate, at floor {chosen.gate.floor:.2f}, by the hint's relative gap:", "gap >=",
-         fitted.floor_table()[::5], lambda p: p.gate.min_relative_gap),
-        (f"At hint relative gap {chosen.gate.min_relative_gap:.2f}, by similarity floor:", "floor",
-         fitted.gap_table()[::2], lambda p: p.gate.floor),
-    )
-    for title, label, points, key in tables:
-        click.echo(title)
-        click.echo(f"{label:>8}{header}")
-        for p in points:
-            click.echo(row(key(p), p))
-        click.echo("")
-    click.echo("'full': right skill injected whole; 'named': whole or in a hint; 'lo': leave-out copies (each "
+    click.echo(f"\nWith the chosen full gate, at floor {chosen.gate.floor:.2f}, by the hint's relative gap:")
+    click.echo(f"{'gap >=':>8}{header}")
+    for p in fitted.floor_table()[::10]:
+        click.echo(row(p.gate.min_relative_gap, p))
+    click.echo(f"\nAt hint relative gap {chosen.gate.min_relative_gap:.2f}, by similarity floor:")
+    click.echo(f"{'floor':>8}{header}")
+    for p in fitted.gap_table()[::2]:
+        click.echo(row(p.gate.floor, p))
+    click.echo("\n'full': right skill injected whole; 'named': whole or in a hint; 'lo': leave-out copies (each "
                "message without its right skills); 'objective': precision of any injection counting those, which "
                "--min-precision applies to\n")
