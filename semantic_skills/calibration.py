@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from .evaluation import RoutedQuery, rate
-from .gates import DEFAULT_MIN_FULL_PRECISION, DEFAULT_MIN_PRECISION, FLOOR, HINT_PAIR_MARGIN, Gate
+from .gates import DEFAULT_MIN_FULL_PRECISION, DEFAULT_MIN_PRECISION, FLOOR, Gate
 from .index.store import write_router_section
 
 FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(26))  # 0.30 .. 0.80
@@ -121,7 +121,7 @@ class _Routed:
         above = self.judged & (self.similarity >= gate.floor)
         full = above & (self.gap >= gate.full_relative_gap) & (self.margin >= gate.full_relative_margin)
         hint = above & ~full & (self.gap >= gate.min_relative_gap)
-        return full, hint, hint & (self.runner_up_margin < HINT_PAIR_MARGIN)
+        return full, hint, hint & (self.runner_up_margin < gate.full_relative_margin)
 
     def point(self, gate: Gate) -> GatePoint:
         full, hint, pair = self.judge(gate)

@@ -14,11 +14,12 @@ Every ranked message is judged on the top skill's features:
   that does something else (not one of the top skill's near duplicates, see
   ``NEAR_DUPLICATE``), divided by the same separation.
 
-A **hint** (the skill's name, description and how to load it) needs the floor
-and ``min_relative_gap``; it names the runner-up too when that one is close
-(``HINT_PAIR_MARGIN``). **Full** (the whole skill) needs, on top of the floor,
-``full_relative_gap`` and ``full_relative_margin``: the top stands out from the
-crowd and from every different skill. ``is_small_talk`` decides, on characters
+**Full** (the whole skill) needs, on top of the floor, ``full_relative_gap``
+and ``full_relative_margin``: the top stands out from the crowd and from every
+different skill. A **hint** (the skill's name, description and how to load it)
+needs the floor and ``min_relative_gap``; it names the runner-up too when that
+one is within ``full_relative_margin`` of the top, the close call that kept
+the router from being sure. ``is_small_talk`` decides, on characters
 alone, that a message needs no skill.
 """
 
@@ -39,7 +40,6 @@ DEFAULT_FULL_RELATIVE_GAP = 0.31
 DEFAULT_FULL_RELATIVE_MARGIN = 0.20
 DEFAULT_MIN_PRECISION = 0.70  # any injection (hints included; leave-out copies count as wrong)
 DEFAULT_MIN_FULL_PRECISION = 0.92  # full injections on the labelled messages
-HINT_PAIR_MARGIN = 0.30  # a hint names the runner-up too when it is within this relative margin of the top
 COMPETITORS = 9
 NEIGHBOURS = 9
 MIN_SEPARATION = 0.05
@@ -101,7 +101,7 @@ class Gate:
         if gap < self.min_relative_gap:
             return Verdict(None, False, f"relative gap {gap:.3f} below {self.min_relative_gap:.2f}: "
                                         "the top skill does not stand out from the next ones")
-        pair = features["runner_up_margin"] < HINT_PAIR_MARGIN
+        pair = features["runner_up_margin"] < self.full_relative_margin
         weak = (f"relative gap {gap:.3f} below {self.full_relative_gap:.2f}" if gap < self.full_relative_gap
                 else f"relative margin {margin:.3f} below {self.full_relative_margin:.2f}")
         return Verdict(HINT, pair, f"plausible: similarity {similarity:.3f} >= {self.floor:.2f} and relative gap "

@@ -9,7 +9,6 @@ from semantic_skills.gates import (
     FLOOR,
     FULL,
     HINT,
-    HINT_PAIR_MARGIN,
     MIN_SEPARATION,
     Gate,
     relative_gap,
@@ -64,10 +63,10 @@ def test_a_full_gate_looser_than_the_hint_gate_still_injects_whole():
     assert Gate(0.30, 0.50, 0.20, 0.10).verdict(features(0.5, 0.3, 0.3)).mode == FULL
 
 
-def test_a_hint_names_the_runner_up_too_only_when_it_is_close():
+def test_a_hint_names_the_runner_up_too_only_when_it_is_as_close_as_the_full_gate_minds():
     gate = Gate(0.30, 0.25, 0.40, 0.20)
-    assert gate.verdict(features(0.5, 0.3, 0.1, HINT_PAIR_MARGIN - 0.01)).pair
-    assert not gate.verdict(features(0.5, 0.3, 0.1, HINT_PAIR_MARGIN)).pair
+    assert gate.verdict(features(0.5, 0.3, 0.1, 0.19)).pair
+    assert not gate.verdict(features(0.5, 0.3, 0.3, 0.20)).pair
     assert not gate.verdict(features(0.5, 0.5, 0.5, 0.0)).pair  # a full injection names the skill alone
 
 
