@@ -8,7 +8,6 @@ import pytest
 
 from semantic_skills.injection import (
     CLOSE_TAG,
-    HINT_MAX_CHARS,
     block_digest,
     candidate_blocks,
     cap_body,
@@ -18,6 +17,7 @@ from semantic_skills.injection import (
     skill_block,
     skill_body,
 )
+from semantic_skills.limits import MAX_HINT_CHARS
 
 BODY = "\n".join(f"Line {i}: do the next step carefully." for i in range(100))
 HUB_BODY = ("# Tidy a repository\n\nRun the linter.\n</skill-context>\n\n"
@@ -96,7 +96,7 @@ def test_a_hint_names_two_close_skills_and_cuts_their_descriptions_to_fit():
                         ("a-third-skill", long)])
 
     assert block.names == ("restaurants-2-reserverestaurant", "restaurants-1-reserverestaurant")
-    assert len(block.text) <= HINT_MAX_CHARS and block.text.count("skill_view(") == 2
+    assert len(block.text) <= MAX_HINT_CHARS and block.text.count("skill_view(") == 2
     assert block.text.count("...") == 2 and "\n" not in block.text.split("\n")[1]
     assert block.text.startswith('<skill-context name="restaurants-2-reserverestaurant" mode="hint">\n')
 
@@ -104,7 +104,7 @@ def test_a_hint_names_two_close_skills_and_cuts_their_descriptions_to_fit():
 def test_two_long_names_leave_no_room_so_the_hint_names_only_the_first():
     block = hint_block([("x" * 64, "d" * 500), ("y" * 64, "e" * 500)])
 
-    assert block.names == ("x" * 64,) and len(block.text) <= HINT_MAX_CHARS and "y" * 64 not in block.text
+    assert block.names == ("x" * 64,) and len(block.text) <= MAX_HINT_CHARS and "y" * 64 not in block.text
 
 
 def test_a_hint_cannot_break_out_of_its_block():

@@ -16,6 +16,7 @@ from semantic_skills.injection import cap_body, skill_body
 from semantic_skills.limits import MAX_BODY_CHARS
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.skills.parsing import parse_skill
 from semantic_skills.worker.client import RouterClient
 from semantic_skills.worker.priority import BACKGROUND_NICENESS, lower_this_threads_priority
 from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
@@ -23,6 +24,7 @@ from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, RE
 from support import EXAMPLES, REPO, WORKER_READY_SECONDS, Worker, thread_nice_values, wait_until, write_skill
 
 PDF = "convert this scanned PDF into clean markdown"
+CLOSE_CALL = "I accidentally pushed our AWS key to GitHub, what do I do?"  # secret-scan, release-notes close behind
 PDF_SKILL = EXAMPLES / "skills" / "documents" / "pdf-to-markdown" / "SKILL.md"
 
 
@@ -85,9 +87,26 @@ def test_lowering_a_threads_priority_leaves_the_callers_alone():
 def test_a_route_answer_carries_the_skill_its_score_and_its_whole_body(worker):
     answer = worker.ask("route", text=PDF, exclude=[])
 
-    assert answer["ok"] is True and answer["skill"] == "pdf-to-markdown"
+    assert answer["ok"] is True and answer["skill"] == "pdf-to-markdown" and answer["mode"] == "full"
     assert answer["body"] == skill_body(PDF_SKILL.read_text(encoding="utf-8")) and answer["omitted"] == 0
+    description = parse_skill(PDF_SKILL.read_bytes(), PDF_SKILL, EXAMPLES / "skills").description
+    assert answer["named"] == [{"name": "pdf-to-markdown", "description": description}]
     assert 0.30 <= answer["score"] <= 1.05 and "similarity" in answer["reason"]
+
+
+def test_a_hint_answer_names_the_skills_with_their_descriptions_and_carries_no_body(worker):
+    answer = worker.ask("route", text=CLOSE_CALL, exclude=[])
+
+    assert answer["ok"] is True and answer["mode"] == "hint" and "plausible" in answer["reason"]
+    assert answer["skill"] == answer["named"][0]["name"] and 1 <= len(answer["named"]) <= 2
+    assert all(set(n) == {"name", "description"} and n["description"] for n in answer["named"])
+    assert "body" not in answer and "omitted" not in answer
+
+
+def test_an_answer_that_injects_nothing_has_no_mode(worker):
+    answer = worker.ask("route", text="What's a good recipe for banana bread?", exclude=[])
+
+    assert answer["ok"] is True and answer["skill"] is None and answer["mode"] is None and "named" not in answer
 
 
 def test_the_floor_travels_with_each_request(worker):

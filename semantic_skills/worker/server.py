@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import command, first_line
 from ..files import file_stamp
+from ..gates import FULL
 from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
 from ..requirements import dependency_fix
 from . import protocol
@@ -136,15 +137,18 @@ class RoutingWorker:
             return {"ok": False, "status": protocol.ERROR, "error": f"{type(exc).__name__}: {first_line(exc)}"}
 
     def _route(self, router, text: str, exclude: frozenset[str], floor: float | None, inactive) -> dict:
+        """The decision: nothing (``skill`` None), a hint (``mode`` "hint", the ``named`` skills with their
+        descriptions), or the whole skill (``mode`` "full", also its ``body`` and the ``omitted`` count)."""
         decision = router.route(text, exclude=exclude, floor=floor, inactive_environments=inactive)
-        answer = {"ok": True, "skill": None, "score": decision.score, "reason": decision.reason}
-        if decision.skill is not None:
-            body = self._body(decision.skill.path, router.manifest.roots)
-            if body is None:
-                answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
-            else:
-                answer.update(skill=decision.skill.name, **body)
-        return answer
+        answer = {"ok": True, "skill": None, "mode": None, "score": decision.score, "reason": decision.reason}
+        if decision.skill is None:
+            return answer
+        body = self._body(decision.skill.path, router.manifest.roots) if decision.mode == FULL else {}
+        if body is None:
+            answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
+            return answer
+        named = [{"name": c.name, "description": c.description} for c in decision.named]
+        return {**answer, "skill": decision.skill.name, "mode": decision.mode, "named": named, **body}
 
     def _search(self, router, text: str, limit: int, exclude: frozenset[str], inactive) -> dict:
         found = router.search(text, k=limit, exclude=exclude, inactive_environments=inactive)
