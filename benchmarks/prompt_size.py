@@ -3,7 +3,9 @@
     python benchmarks/prompt_size.py [--skills-dir ../shared/data/corpora]
 
 The skills are not copied: a temporary Hermes home lists the folder in
-``skills.external_dirs``, and the plugin is linked into its ``plugins/``.
+``skills.external_dirs``, the plugin is linked into its ``plugins/``, and an
+index of the folder is built first (without one the plugin keeps Hermes' own
+listing in ``compact`` mode too: the agent must still see its skills).
 For each ``prompt_mode`` it prints, as one JSON line, the size of the skills
 section (``run_agent.build_skills_system_prompt``) and of the whole system
 prompt an ``AIAgent`` builds, in characters and tokens. Tokens are counted
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -42,7 +45,9 @@ def measure(skills_dir: Path) -> list[dict]:
     (home / "plugins").mkdir()
     (home / "plugins" / "semantic-skills").symlink_to(REPO, target_is_directory=True)
     os.environ["HERMES_HOME"] = str(home)
-    os.environ["SEMANTIC_SKILLS_INDEX_DIR"] = tempfile.mkdtemp(prefix="prompt-size-index-")  # no worker work
+    os.environ["SEMANTIC_SKILLS_INDEX_DIR"] = index_dir = tempfile.mkdtemp(prefix="prompt-size-index-")
+    subprocess.run([sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(skills_dir),
+                    "--index-dir", index_dir], check=True, stdout=subprocess.DEVNULL)
 
     from hermes_cli.plugins import discover_plugins
 

@@ -54,6 +54,7 @@ def plan(args) -> list[list[str]]:
             ["hook_latency.py", *data, *work, "--messages", messages, "--embedder", "onnx"],
             ["build_speed.py", "--corpora", str(args.corpora), *work, "--embedder", "onnx"],
             ["embedder_agreement.py", "--dev", str(args.dev), *work] + (["--limit", "300"] if args.quick else []),
+            ["cold_start.py", "--corpora", str(args.corpora), *work] + (["--rounds", "1"] if args.quick else []),
         ]
     return scripts
 
@@ -206,6 +207,15 @@ def _embedder_agreement(row: dict, load: str) -> list[tuple[str, str, str]]:
     return lines
 
 
+def _cold_start(row: dict, load: str) -> list[tuple[str, str, str]]:
+    if row["backend"] == "hermes-only":
+        return [("first hermes chat -q turn, Hermes alone", f"median {row['chat_turn_s']} s ({load})", "report")]
+    return [(f"cold start [{row['backend']}]",
+             f"first route {row['route_s']} s; first hermes chat -q turn {row['chat_turn_s']} s (skill injected: "
+             f"{row['all_injected']}); worker RSS {row['worker_rss_mb']} MB (peak {row['worker_peak_mb']}) ({load})",
+             "report")]
+
+
 SUMMARIES = {  # benchmark name -> its table lines
     "route_latency": _route_latency,
     "scoring": _scoring,
@@ -218,6 +228,7 @@ SUMMARIES = {  # benchmark name -> its table lines
     "batch_size": _batch_size,
     "embedder_footprint": _embedder_footprint,
     "embedder_agreement": _embedder_agreement,
+    "cold_start": _cold_start,
 }
 
 

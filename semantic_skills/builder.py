@@ -17,7 +17,7 @@ import numpy as np
 from . import recipe
 from .embedders.base import Embedder, EmbedderIdentity
 from .embedders.factory import configured_identity, create_embedder
-from .errors import IndexCorrupt, IndexMissing, NoSkillsFound
+from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, NoSkillsFound
 from .index.diff import IndexDiff, parsed_records
 from .index.manifest import Manifest, SkillRecord
 from .index.store import build_lock, load_index, remove_stale_files, write_index
@@ -150,6 +150,10 @@ def _previous_index(index_dir: Path, report: BuildReport) -> tuple[Manifest | No
     try:
         return load_index(index_dir)
     except IndexMissing:
+        return None, None
+    except IndexFromAnotherRelease as exc:
+        report.warnings.append((str(index_dir), f"the previous index was built by {exc.built_by}: rebuilding it "
+                                                "in full"))
         return None, None
     except IndexCorrupt as exc:
         report.warnings.append((str(index_dir), f"previous index unreadable, rebuilding in full: {exc}"))

@@ -24,6 +24,14 @@ class IndexCorrupt(SemanticSkillsError):
     """The index on disk cannot be read or is inconsistent."""
 
 
+class IndexFromAnotherRelease(IndexCorrupt):
+    """The index was written in another index format, by an older or newer release of this package."""
+
+    def __init__(self, index_dir, built_by: str, fix: str):
+        super().__init__(f"the index in {index_dir} was built by {built_by}; {fix}")
+        self.built_by = built_by
+
+
 class EmbedderMismatch(SemanticSkillsError):
     """The index was built by a different embedder than the one configured."""
 

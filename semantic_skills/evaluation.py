@@ -4,7 +4,8 @@ A labelled file is JSON lines: ``{"query": ..., "gold": [names], "acceptable":
 [names], "source": ...}``; ``gold: []`` means nothing should be injected, and
 ``acceptable`` names other skills that also count as right. Metrics are
 computed from the decisions exactly as ``route --queries`` prints them: the
-``skill`` field for injections, ``candidates[0]`` for top-1.
+``skill``, ``mode`` and ``named`` fields for injections (a decision without a
+``mode`` is a full one), ``candidates`` for top-1.
 
 The leave-out evaluation routes every message that has a skill a second time
 with its gold and acceptable skills made ineligible. The right answer is then
@@ -14,15 +15,19 @@ injection is a false injection into a neighbouring-domain message.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from .errors import SemanticSkillsError
+from .gates import FULL, HINT
+from .injection import skill_block, skill_body
+from .limits import MAX_HINT_CHARS
 
 BARE_EMBEDDING_EVERY = 5
 
@@ -114,40 +119,85 @@ def route_all(router, queries: Sequence[LabelledQuery], progress: Callable[[int]
     return routed
 
 
-def quality(labelled: Sequence[LabelledQuery], decisions: Sequence[dict]) -> dict:
+def quality(labelled: Sequence[LabelledQuery], decisions: Sequence[dict],
+            block_chars: Callable[[str], int] | None = None) -> dict:
     """Routing metrics of ``decisions`` (dicts as ``route --queries`` prints them) against the labels.
 
-    Rates over messages with a skill: ``top1``, ``recall_at_5``, ``mrr``,
-    ``correct_injection``, ``wrong_injection``; over messages without one:
-    ``false_injection``; over all injections: ``precision`` (None when a
-    rate has no messages to count).
+    Over messages with a skill: ``top1``, ``recall_at_5``, ``mrr`` (from the
+    candidates), ``full_correct`` (the right skill injected whole) and
+    ``named_correct`` (the right skill injected whole or named by a hint);
+    over messages without one: ``false_full`` and ``false_any``; over all full
+    injections: ``full_precision``. With ``block_chars`` (a skill's full block
+    size), ``injected_chars`` is the mean number of characters injected per
+    message, a hint counted at ``MAX_HINT_CHARS``. A rate with no messages to
+    count is None.
     """
     positives = [(q, d) for q, d in zip(labelled, decisions) if q.positive]
     negatives = [d for q, d in zip(labelled, decisions) if not q.positive]
     ranks = [_first_right_rank(q, d) for q, d in positives]
-    correct = sum(d["skill"] is not None and d["skill"] in q.right for q, d in positives)
-    wrong = sum(d["skill"] is not None and d["skill"] not in q.right for q, d in positives)
-    false = sum(d["skill"] is not None for d in negatives)
-    injections = correct + wrong + false
-    return {
+    full_right = sum(_mode(d) == FULL and d["skill"] in q.right for q, d in positives)
+    full = sum(_mode(d) == FULL for d in decisions)
+    report = {
         "messages": len(decisions),
         "positives": len(positives),
         "negatives": len(negatives),
         "top1": rate(sum(r == 1 for r in ranks), len(positives)),
         "recall_at_5": rate(sum(0 < r <= 5 for r in ranks), len(positives)),
         "mrr": rate(sum(1 / r for r in ranks if r), len(positives)),
-        "correct_injection": rate(correct, len(positives)),
-        "wrong_injection": rate(wrong, len(positives)),
-        "false_injection": rate(false, len(negatives)),
-        "precision": rate(correct, injections),
-        "injections": injections,
+        "full_precision": rate(full_right, full),
+        "full_correct": rate(full_right, len(positives)),
+        "named_correct": rate(sum(not q.right.isdisjoint(_named(d)) for q, d in positives), len(positives)),
+        "false_full": rate(sum(_mode(d) == FULL for d in negatives), len(negatives)),
+        "false_any": rate(sum(_mode(d) is not None for d in negatives), len(negatives)),
+        "full_injections": full,
+        "hints": sum(_mode(d) == HINT for d in decisions),
     }
+    if block_chars is not None:
+        injected = sum(block_chars(d["skill"]) if _mode(d) == FULL else MAX_HINT_CHARS
+                       for d in decisions if _mode(d) is not None)
+        report["injected_chars"] = rate(injected, len(decisions))
+    return report
 
 
 def leave_out_quality(decisions: Sequence[dict]) -> dict:
     """False injections among leave-out decisions (every one of them should inject nothing)."""
-    injections = sum(d["skill"] is not None for d in decisions)
-    return {"messages": len(decisions), "injections": injections, "false_injection": rate(injections, len(decisions))}
+    full = sum(_mode(d) == FULL for d in decisions)
+    injected = sum(_mode(d) is not None for d in decisions)
+    return {"messages": len(decisions), "full_injections": full, "injections": injected,
+            "false_full": rate(full, len(decisions)), "false_any": rate(injected, len(decisions))}
+
+
+def _mode(decision: dict) -> str | None:
+    """The decision's mode: None when nothing is injected; a decision without one (an older router) is full."""
+    if decision.get("skill") is None:
+        return None
+    return decision.get("mode") or FULL
+
+
+def _named(decision: dict) -> frozenset[str]:
+    """The skills a decision injects or names (none when it injects nothing)."""
+    if _mode(decision) is None:
+        return frozenset()
+    return frozenset(decision.get("named") or [decision["skill"]])
+
+
+def full_block_chars(records: Iterable) -> Callable[[str], int]:
+    """Characters of a skill's full block as a host builds it with the default caps, by skill name.
+
+    Each SKILL.md named by ``records`` (manifest records) is read once, when
+    first asked for; an unreadable one counts 0.
+    """
+    paths = {r.name: r.path for r in records}
+
+    @functools.lru_cache(maxsize=None)
+    def chars(name: str) -> int:
+        try:
+            text = Path(paths[name]).read_text(encoding="utf-8", errors="replace")
+        except (KeyError, OSError):
+            return 0
+        return len(skill_block(name, skill_body(text)).text)
+
+    return chars
 
 
 def _first_right_rank(query: LabelledQuery, decision: dict) -> int:
@@ -163,9 +213,9 @@ def rate(count: float, total: int) -> float | None:
     return count / total if total else None
 
 
-def evaluation_report(routed: Sequence[RoutedQuery]) -> dict:
-    """Overall and per-``source`` quality, plus route and bare-embedding latency; with leave-out
-    copies in ``routed``, also their false-injection rate overall and per source."""
+def evaluation_report(routed: Sequence[RoutedQuery], block_chars: Callable[[str], int] | None = None) -> dict:
+    """Overall and per-``source`` quality (see :func:`quality`), plus route and bare-embedding latency;
+    with leave-out copies in ``routed``, also their false-injection rates overall and per source."""
     first = [r for r in routed if not r.left_out]
     labelled = [r.labelled for r in first]
     decisions = [r.decision.as_dict() for r in first]
@@ -173,10 +223,10 @@ def evaluation_report(routed: Sequence[RoutedQuery]) -> dict:
     route_ms = np.array([r.route_ms for r in first])
     embed_ms = np.array([r.embed_ms for r in first if r.embed_ms is not None])
     report = {
-        "overall": quality(labelled, decisions),
+        "overall": quality(labelled, decisions, block_chars),
         "by_source": {
             source: quality([q for q in labelled if q.source == source],
-                            [d for q, d in zip(labelled, decisions) if q.source == source])
+                            [d for q, d in zip(labelled, decisions) if q.source == source], block_chars)
             for source in sources
         },
     }

@@ -1,11 +1,9 @@
-"""File helpers shared by the index, the worker and its host: a change stamp and an atomic replace."""
+"""File helpers shared by the index, the worker and its host: a change stamp and an atomic write."""
 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 Stamp = tuple[int, int, int, int]
 
@@ -19,30 +17,27 @@ def file_stamp(path: str | Path) -> Stamp | None:
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-@contextmanager
-def replacing(path: Path) -> Iterator[Path]:
-    """A temp path beside ``path`` to write to; when the block ends, the temp file replaces ``path`` at once.
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` at once: readers see the old file or the new one, never a part.
 
-    Readers see the old file or the new one, never a part: the temp file
-    (``.NAME.<random>.tmp``) is flushed to disk, renamed over ``path``, and the
-    folder flushed too. On an error the temp file goes and ``path`` stays as it was.
+    The data goes to a temp file beside ``path`` (``.NAME.<random>.tmp``),
+    flushed to disk, renamed over ``path``, and the folder flushed too. On an
+    error (a full disk raises ``OSError`` ENOSPC) the temp file goes and
+    ``path`` stays as it was.
     """
     tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     try:
-        yield tmp
-        with open(tmp, "rb") as fh:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file: name the one meant
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     _fsync_dir(path.parent)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (see :func:`replacing`)."""
-    with replacing(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(data)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -1,17 +1,26 @@
-"""The decision gate: when to inject the top-ranked skill, and when nothing.
+"""The decision gate: inject the top-ranked skill whole (sure), point to it (plausible), or nothing.
 
-Two checks run on every ranked message:
+Every ranked message is judged on the top skill's features:
 
-* an absolute floor on the top skill's similarity (cosine scale; never below
-  ``FLOOR``, 0.30), and
+* an absolute floor on its similarity (cosine scale): nothing below it is
+  injected, not even a hint. ``DEFAULT_FLOOR`` unless a setting or
+  calibration says otherwise, and never below ``FLOOR`` (0.30);
 * a relative gap: how far the top score stands above the mean of the next
   ``COMPETITORS`` scores, divided by how far the top skill stands from its own
-  nearest neighbours in the index. A skill in a family of near-duplicates only
-  ever wins by a little, a skill with no look-alikes by a lot; the division
-  makes one threshold mean the same in both cases, in any corpus and for any
-  embedder.
+  nearest neighbours in the index (its separation). A skill in a family of
+  near-duplicates only ever wins by a little, a skill with no look-alikes by a
+  lot; the division makes one threshold mean the same in both cases;
+* a relative margin: how far the top score stands above the best candidate
+  that does something else (not one of the top skill's near duplicates, see
+  ``NEAR_DUPLICATE``), divided by the same separation.
 
-``is_small_talk`` decides, on characters alone, that a message needs no skill.
+**Full** (the whole skill) needs, on top of the floor, ``full_relative_gap``
+and ``full_relative_margin``: the top stands out from the crowd and from every
+different skill. A **hint** (the skill's name, description and how to load it)
+needs the floor and ``min_relative_gap``; it names the runner-up too when that
+one is within ``full_relative_margin`` of the top, the close call that kept
+the router from being sure. ``is_small_talk`` decides, on characters
+alone, that a message needs no skill.
 """
 
 from __future__ import annotations
@@ -19,45 +28,91 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
-FLOOR = 0.30
+FULL, HINT = "full", "hint"
+FLOOR = 0.30  # nothing below this similarity is ever injected, whatever a setting says
+# The default gate is what ``calibrate`` chooses, with its default precision targets below, on the metatool dev
+# set with the bundled model (docs/quality.md, "Graded injection").
+DEFAULT_FLOOR = 0.38
 DEFAULT_MIN_RELATIVE_GAP = 0.27
+DEFAULT_FULL_RELATIVE_GAP = 0.31
+DEFAULT_FULL_RELATIVE_MARGIN = 0.20
+DEFAULT_MIN_PRECISION = 0.70  # any injection (hints included; leave-out copies count as wrong)
+DEFAULT_MIN_FULL_PRECISION = 0.92  # full injections on the labelled messages
 COMPETITORS = 9
 NEIGHBOURS = 9
 MIN_SEPARATION = 0.05
+# A candidate nearer to the top skill than this share of the top skill's separation (main vectors) is one of
+# its near duplicates: the same job, so the top winning over it by little says nothing against the top.
+NEAR_DUPLICATE = 0.5
+
+
+class Verdict(NamedTuple):
+    """What the gate decided: ``mode`` FULL, HINT or None (nothing), whether a hint names the runner-up
+    too, and the reason in words."""
+
+    mode: str | None
+    pair: bool
+    reason: str
 
 
 @dataclass(frozen=True)
 class Gate:
-    """Inject the top skill when its similarity clears ``floor`` and its relative gap ``min_relative_gap``."""
+    """The thresholds of the three-way decision (see the module's docstring); the floor never goes below
+    ``FLOOR``."""
 
-    floor: float = FLOOR
+    floor: float = DEFAULT_FLOOR
     min_relative_gap: float = DEFAULT_MIN_RELATIVE_GAP
+    full_relative_gap: float = DEFAULT_FULL_RELATIVE_GAP
+    full_relative_margin: float = DEFAULT_FULL_RELATIVE_MARGIN
 
     def __post_init__(self):
         object.__setattr__(self, "floor", max(FLOOR, float(self.floor)))
 
     @classmethod
     def from_router_settings(cls, router: dict, floor: float | None = None) -> "Gate":
-        """The gate stored in an index manifest's ``router`` section; ``floor`` overrides its floor."""
-        chosen_floor = floor if floor is not None else router.get("threshold", FLOOR)
-        return cls(float(chosen_floor), float(router.get("min_relative_gap", DEFAULT_MIN_RELATIVE_GAP)))
+        """The gate stored in an index manifest's ``router`` section; ``floor`` overrides its floor.
 
-    def verdict(self, similarity: float, relative_gap: float) -> tuple[bool, str]:
-        """Whether to inject, and the reason in words."""
+        Defaults fill what the section lacks; a section calibrated before the
+        full gate existed gets one no looser than its relative gap.
+        """
+        chosen_floor = floor if floor is not None else router.get("threshold", DEFAULT_FLOOR)
+        min_gap = float(router.get("min_relative_gap", DEFAULT_MIN_RELATIVE_GAP))
+        return cls(float(chosen_floor), min_gap,
+                   float(router.get("full_relative_gap", max(DEFAULT_FULL_RELATIVE_GAP, min_gap))),
+                   float(router.get("full_relative_margin", DEFAULT_FULL_RELATIVE_MARGIN)))
+
+    def as_router_settings(self) -> dict:
+        """The manifest's ``router`` fields for this gate (what :meth:`from_router_settings` reads)."""
+        return {"threshold": self.floor, "min_relative_gap": self.min_relative_gap,
+                "full_relative_gap": self.full_relative_gap, "full_relative_margin": self.full_relative_margin}
+
+    def verdict(self, features: dict) -> Verdict:
+        """Full, hint or nothing for the top skill's ``features`` (see ``Ranking.gate_features``)."""
+        similarity, gap = features["similarity"], features["relative_gap"]
+        margin = features["relative_margin"]
         if similarity < self.floor:
-            return False, f"similarity {similarity:.3f} below the floor {self.floor:.2f}"
-        if relative_gap < self.min_relative_gap:
-            return False, (f"relative gap {relative_gap:.3f} below {self.min_relative_gap:.2f}: "
-                           "the top skill does not stand out from the next ones")
-        return True, (f"similarity {similarity:.3f} >= {self.floor:.2f} and "
-                      f"relative gap {relative_gap:.3f} >= {self.min_relative_gap:.2f}")
+            return Verdict(None, False, f"similarity {similarity:.3f} below the floor {self.floor:.2f}")
+        if gap >= self.full_relative_gap and margin >= self.full_relative_margin:
+            return Verdict(FULL, False, f"sure: similarity {similarity:.3f} >= {self.floor:.2f}, relative gap "
+                                        f"{gap:.3f} >= {self.full_relative_gap:.2f} and relative margin "
+                                        f"{margin:.3f} >= {self.full_relative_margin:.2f}")
+        if gap < self.min_relative_gap:
+            return Verdict(None, False, f"relative gap {gap:.3f} below {self.min_relative_gap:.2f}: "
+                                        "the top skill does not stand out from the next ones")
+        pair = features["runner_up_margin"] < self.full_relative_margin
+        weak = (f"relative gap {gap:.3f} below {self.full_relative_gap:.2f}" if gap < self.full_relative_gap
+                else f"relative margin {margin:.3f} below {self.full_relative_margin:.2f}")
+        return Verdict(HINT, pair, f"plausible: similarity {similarity:.3f} >= {self.floor:.2f} and relative gap "
+                                   f"{gap:.3f} >= {self.min_relative_gap:.2f}, but {weak}")
 
 
 def relative_gap(top: float, competitor_mean: float, separation: float) -> float:
     """``(top - competitor_mean) / separation``; ``separation`` is 1 minus the top skill's mean
     cosine to its nearest neighbours, floored at ``MIN_SEPARATION``."""
     return (top - competitor_mean) / max(separation, MIN_SEPARATION)
+
 
 # Acknowledgements, greetings and sign-offs in common languages. A message made
 # only of these (in any order, with or without spaces) is small talk.

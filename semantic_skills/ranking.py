@@ -19,10 +19,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .gates import COMPETITORS, NEIGHBOURS, relative_gap
+from .gates import COMPETITORS, MIN_SEPARATION, NEAR_DUPLICATE, NEIGHBOURS, relative_gap
 from .index.manifest import Manifest
 from .lexical import LexicalIndex
 from .skills.eligibility import environments_allow, platforms_allow
+from .skills.parsing import skill_name
 
 LEXICAL_WEIGHT = 0.05
 SHORTLIST = 64
@@ -78,11 +79,14 @@ class IndexState:
     def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:
         """Skills this machine may offer whose name and folder are not in ``exclude``.
 
+        A name is matched as given (the agent's, which may hold characters the
+        index's names leave out) and as the index names skills (:func:`skill_name`).
         ``inactive_environments``, when given, replaces the ones the index was opened with.
         """
         mask = (self.offered if inactive_environments is None else self._offered_with(inactive_environments)).copy()
         for name in exclude:
             mask[self.positions.get(name, [])] = False
+            mask[self.positions.get(skill_name(name), [])] = False
         return mask
 
     def _offered_with(self, inactive_environments: frozenset[str]) -> np.ndarray:
@@ -98,7 +102,10 @@ class IndexState:
 
 @dataclass(frozen=True)
 class Ranking:
-    """The eligible shortlist of one message, best first (arrays are aligned)."""
+    """The eligible shortlist of one message, best first (arrays are aligned).
+
+    ``top_cosine`` is each shortlisted skill's main-vector cosine to the top skill's.
+    """
 
     skills: np.ndarray
     scores: np.ndarray
@@ -107,12 +114,21 @@ class Ranking:
     view_cosine: np.ndarray
     lexical: np.ndarray
     top_separation: float
+    top_cosine: np.ndarray
 
     def gate_features(self) -> dict:
-        """What the gate looks at for the top skill (all plain floats)."""
+        """What the gate looks at for the top skill (all plain floats).
+
+        ``relative_margin`` is the top score's lead over the best candidate
+        that is not one of its near duplicates, ``runner_up_margin`` its lead
+        over the second, both divided by the separation (a missing competitor
+        scores 0).
+        """
+        top, separation = float(self.scores[0]), self.top_separation
         competitors = self.scores[1 : 1 + COMPETITORS]
         competitor_mean = float(competitors.mean()) if len(competitors) else 0.0
-        separation = self.top_separation
+        scale = max(separation, MIN_SEPARATION)
+        different = np.flatnonzero(1.0 - self.top_cosine[1:] > NEAR_DUPLICATE * separation)
         return {
             "similarity": float(self.similarity[0]),
             "main_cosine": float(self.main_cosine[0]),
@@ -120,7 +136,9 @@ class Ranking:
             "lexical": float(self.lexical[0]),
             "competitor_mean": competitor_mean,
             "separation": separation,
-            "relative_gap": relative_gap(float(self.scores[0]), competitor_mean, separation),
+            "relative_gap": relative_gap(top, competitor_mean, separation),
+            "relative_margin": (top - (float(self.scores[1 + different[0]]) if len(different) else 0.0)) / scale,
+            "runner_up_margin": (top - (float(self.scores[1]) if len(self.scores) > 1 else 0.0)) / scale,
         }
 
 
@@ -148,10 +166,11 @@ def rank(state: IndexState, text: str, exclude: Iterable[str], embed_query: Call
     similarity = (main_cosine + view_cosine) / 2
     scores = similarity + LEXICAL_WEIGHT * lexical
     order = np.lexsort((shortlist, -scores))
-    top = int(shortlist[order[0]])
-    return Ranking(shortlist[order], scores[order], similarity[order], main_cosine[order],
-                   view_cosine[order], lexical[order],
-                   _separation(state.neighbours[top], state.neighbour_cosine[top], mask))
+    ranked = shortlist[order]
+    top = int(ranked[0])
+    return Ranking(ranked, scores[order], similarity[order], main_cosine[order], view_cosine[order], lexical[order],
+                   _separation(state.neighbours[top], state.neighbour_cosine[top], mask),
+                   state.main[ranked] @ state.main[top])
 
 
 def _environments_mask(manifest: Manifest, inactive_environments: frozenset[str]) -> np.ndarray:

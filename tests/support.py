@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import unicodedata
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -25,6 +26,20 @@ REPO = Path(__file__).resolve().parent.parent
 # ../shared by default; SEMANTIC_SKILLS_SHARED_DIR points elsewhere (e.g. from a git worktree).
 SHARED = Path(os.environ.get("SEMANTIC_SKILLS_SHARED_DIR") or REPO.parent / "shared")
 EXAMPLES = REPO / "examples"
+
+
+# Invisible characters outside the format, control and unassigned categories: joiners, fillers, selectors.
+_INVISIBLE_MARKS_AND_FILLERS = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f"
+                                          "\uffa0\U000e0100-\U000e01ef]")
+_SKILL_CONTEXT_TAG = re.compile(r"<\s*/?\s*skill[\s_\-\u2010-\u2015]*context", re.IGNORECASE)
+
+
+def skill_context_tags(text: str) -> int:
+    """The ``skill-context`` tags, opening or closing, in ``text`` as issue #18's probe counts them: after NFKC,
+    with invisible characters removed, in any case and spacing."""
+    readable = _INVISIBLE_MARKS_AND_FILLERS.sub("", unicodedata.normalize("NFKC", text))
+    readable = "".join(c for c in readable if unicodedata.category(c) not in ("Cf", "Cn", "Cs", "Cc") or c.isspace())
+    return len(_SKILL_CONTEXT_TAG.findall(readable))
 
 
 def shared_path(*parts: str) -> Path:

@@ -29,7 +29,7 @@ from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
 
-from support import REPO, write_skill
+from support import REPO, edit_manifest, write_skill
 
 PDF_QUERY = "convert this scanned PDF into markdown"
 
@@ -341,6 +341,17 @@ def test_an_unreadable_previous_index_is_rebuilt_in_full(built, bundled_embedder
     assert len(read_manifest(index_dir).skills) == 10
 
 
+def test_an_index_an_older_release_built_is_rebuilt_in_full_saying_why(built, bundled_embedder):
+    skills_dir, index_dir = built
+    edit_manifest(index_dir, lambda m: m.update(format_version=0))
+
+    report = build(skills_dir, index_dir, bundled_embedder)
+
+    assert report.wrote and report.counts()["added"] == 10
+    assert (str(index_dir), "the previous index was built by an older release of semantic-skills (index format 0; "
+                            "this release reads format 1): rebuilding it in full") in report.warnings
+
+
 def test_a_second_build_while_one_runs_is_refused(built, bundled_embedder):
     skills_dir, index_dir = built
     with build_lock(index_dir):
@@ -454,23 +465,16 @@ class DiskFullFile:
 
 
 def fill_disk_while_writing(monkeypatch, which: str) -> None:
-    """Make the index's vectors or manifest write fail as on a full disk."""
-    import faiss
-
+    """Make the index's vectors or manifest write fail as on a full disk (tests/reliability fills a real one)."""
     from semantic_skills import files as files_module
 
-    if which == "vectors":
-        def write_index(_index, path):
-            Path(path).write_bytes(b"FAISS-partial")
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    def open_on_full_disk(path, mode="r", *args, **kwargs):
+        fh = open(path, mode, *args, **kwargs)
+        name = Path(path).name
+        full = name.startswith(".vectors-" if which == "vectors" else f".{MANIFEST}.")
+        return DiskFullFile(fh) if full and "w" in mode else fh
 
-        monkeypatch.setattr(faiss, "write_index", write_index)
-    else:
-        def open_on_full_disk(path, mode="r", *args, **kwargs):
-            fh = open(path, mode, *args, **kwargs)
-            return DiskFullFile(fh) if MANIFEST in Path(path).name and "w" in mode else fh
-
-        monkeypatch.setattr(files_module, "open", open_on_full_disk, raising=False)
+    monkeypatch.setattr(files_module, "open", open_on_full_disk, raising=False)
 
 
 @pytest.mark.parametrize("which", ["vectors", "manifest"])

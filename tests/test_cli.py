@@ -158,16 +158,19 @@ def test_route_json_explains_the_decision(indexed):
     _, index_dir = indexed
     decision = json.loads(cli("route", "--index-dir", index_dir, "--json", PDF_QUERY).stdout)
     assert decision["query"] == PDF_QUERY
-    assert decision["skill"] == "pdf-to-markdown"
+    assert decision["skill"] == "pdf-to-markdown" and decision["mode"] == "full"
+    assert decision["named"] == ["pdf-to-markdown"]
     assert decision["score"] == decision["candidates"][0]["score"] and decision["reason"]
     assert decision["candidates"][0]["name"] == "pdf-to-markdown"
 
     small_talk = json.loads(cli("route", "--index-dir", index_dir, "--json", "thanks!").stdout)
-    assert small_talk["skill"] is None and "small talk" in small_talk["reason"]
+    assert small_talk["skill"] is None and small_talk["mode"] is None and "small talk" in small_talk["reason"]
     text = cli("route", "--index-dir", index_dir, PDF_QUERY).stdout.splitlines()
-    assert text[0].startswith("inject pdf-to-markdown (score ") and "similarity " in text[0]
+    assert text[0].startswith("inject pdf-to-markdown whole (score ") and "similarity " in text[0]
     assert text[1].startswith("(score ranks the skills: the similarity plus a small bonus")
     assert "similarity (cosine" in text[1] and "is what the floor checks" in text[1]
+    hint = cli("route", "--index-dir", index_dir, "I accidentally pushed our AWS key to GitHub, what do I do?")
+    assert hint.stdout.startswith("inject a hint naming secret-scan and ") and "plausible" in hint.stdout
 
 
 @pytest.mark.parametrize("query", ["", "   "])
@@ -223,8 +226,8 @@ def test_route_queries_prints_one_decision_per_line_in_order(indexed, tmp_path):
         assert {"query", "skill", "score", "reason", "candidates"} <= d.keys()
         assert len(d["candidates"]) == 5
         assert all(c.keys() == {"name", "score"} for c in d["candidates"])
-    assert decisions[0]["skill"] == "pdf-to-markdown"
-    assert decisions[1]["skill"] is None
+    assert (decisions[0]["skill"], decisions[0]["mode"]) == ("pdf-to-markdown", "full")
+    assert decisions[1]["skill"] is None and decisions[1]["mode"] is None
     assert "line 7: invalid input" in decisions[-1]["reason"]
 
 

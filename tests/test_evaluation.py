@@ -9,86 +9,114 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from semantic_skills.calibration import calibrate, save_gate
+from semantic_skills.calibration import _Routed, calibrate, save_gate
 from semantic_skills.cli import main
 from semantic_skills.evaluation import (
     LabelledFileError,
     LabelledQuery,
     RoutedQuery,
     evaluation_report,
+    full_block_chars,
     leave_out_quality,
     quality,
     read_labelled,
     route_all,
 )
-from semantic_skills.gates import Gate
-from semantic_skills.index.manifest import read_manifest
+from semantic_skills.gates import FULL, HINT, Gate
+from semantic_skills.index.manifest import SkillRecord, read_manifest
+from semantic_skills.injection import skill_block
 from semantic_skills.lexical import LexicalIndex, tokenize
+from semantic_skills.limits import DEFAULT_MAX_SKILL_CHARS, MAX_HINT_CHARS
 from semantic_skills.recipe import MAX_SENTENCE_VIEWS, body_terms, skill_views
 from semantic_skills.router import Candidate, Decision, SkillRouter
 from semantic_skills.skills.parsing import Skill
 
 
-def decision(skill: str | None, *ranked: str) -> dict:
-    return {"skill": skill, "candidates": [{"name": n, "score": 0.5} for n in ranked]}
+def decision(skill: str | None, *ranked: str, mode: str | None = FULL, named: tuple[str, ...] = ()) -> dict:
+    """A decision as ``route --queries`` prints it; ``mode=None`` gives one from a router without modes."""
+    line = {"skill": skill, "candidates": [{"name": n, "score": 0.5} for n in ranked]}
+    if mode is not None:
+        line.update(mode=mode if skill else None, named=list(named or ([skill] if skill else [])))
+    return line
 
 
 # --------------------------------------------------------------------------- metrics
 
 
-def test_metrics_follow_skill_and_first_candidate_with_acceptable_alternatives():
+def test_metrics_count_full_injections_and_every_skill_a_hint_names():
     labelled = [
-        LabelledQuery("a", ("x",), ("x2",), "one"),  # injected an acceptable alternative
-        LabelledQuery("b", ("y",), (), "one"),       # right at rank 2, nothing injected
-        LabelledQuery("c", ("z",), (), "two"),       # wrong injection, right skill absent
-        LabelledQuery("d", (), (), "two"),           # negative, falsely injected
-        LabelledQuery("e", (), (), "two"),           # negative, nothing injected
+        LabelledQuery("a", ("x",), ("x2",), "one"),  # an acceptable alternative injected whole
+        LabelledQuery("b", ("y",), (), "one"),       # a hint naming the right skill second
+        LabelledQuery("c", ("z",), (), "two"),       # a wrong skill injected whole
+        LabelledQuery("f", ("u",), (), "two"),       # the right skill, from a router without modes
+        LabelledQuery("d", (), (), "two"),           # negative, a hint
+        LabelledQuery("e", (), (), "two"),           # negative, injected whole
+        LabelledQuery("g", (), (), "two"),           # negative, nothing
     ]
     decisions = [
         decision("x2", "x2", "x"),
-        decision(None, "q", "y"),
+        decision("q", "q", "y", mode=HINT, named=("q", "y")),
         decision("w", "w", "v"),
+        decision("u", "u", mode=None),
+        decision("x", "x", mode=HINT),
         decision("x", "x"),
         decision(None, "x"),
     ]
-    metrics = quality(labelled, decisions)
-    assert metrics["top1"] == pytest.approx(1 / 3)
-    assert metrics["recall_at_5"] == pytest.approx(2 / 3)
-    assert metrics["mrr"] == pytest.approx((1 + 1 / 2 + 0) / 3)
-    assert metrics["correct_injection"] == pytest.approx(1 / 3)
-    assert metrics["wrong_injection"] == pytest.approx(1 / 3)
-    assert metrics["false_injection"] == pytest.approx(1 / 2)
-    assert metrics["precision"] == pytest.approx(1 / 3)
-    assert (metrics["positives"], metrics["negatives"], metrics["injections"]) == (3, 2, 3)
+    metrics = quality(labelled, decisions, block_chars=lambda name: 1000)
+    assert metrics["top1"] == pytest.approx(2 / 4)
+    assert metrics["recall_at_5"] == pytest.approx(3 / 4)
+    assert metrics["mrr"] == pytest.approx((1 + 1 / 2 + 0 + 1) / 4)
+    assert metrics["full_precision"] == pytest.approx(2 / 4)
+    assert metrics["full_correct"] == pytest.approx(2 / 4)
+    assert metrics["named_correct"] == pytest.approx(3 / 4)
+    assert metrics["false_full"] == pytest.approx(1 / 3) and metrics["false_any"] == pytest.approx(2 / 3)
+    assert metrics["injected_chars"] == pytest.approx((4 * 1000 + 2 * MAX_HINT_CHARS) / 7)
+    assert (metrics["positives"], metrics["negatives"], metrics["full_injections"], metrics["hints"]) == (4, 3, 4, 2)
+    assert "injected_chars" not in quality(labelled, decisions)
 
 
 def test_rates_without_messages_are_none():
     metrics = quality([LabelledQuery("d", ())], [decision(None, "x")])
-    assert metrics["top1"] is None and metrics["precision"] is None and metrics["false_injection"] == 0
+    assert metrics["top1"] is None and metrics["full_precision"] is None and metrics["false_any"] == 0
 
 
-def test_leave_out_counts_every_injection_as_false():
-    metrics = leave_out_quality([decision("x", "x"), decision(None, "y"), decision(None, "z"), decision("w", "w")])
-    assert metrics == {"messages": 4, "injections": 2, "false_injection": 0.5}
-    assert leave_out_quality([])["false_injection"] is None
+def test_leave_out_counts_every_injection_as_false_and_full_ones_apart():
+    metrics = leave_out_quality([decision("x", "x"), decision("y", "y", mode=HINT), decision(None, "z"),
+                                 decision("w", "w", mode=None)])
+    assert metrics == {"messages": 4, "full_injections": 2, "injections": 3, "false_full": 0.5, "false_any": 0.75}
+    assert leave_out_quality([])["false_any"] is None
 
 
 def test_report_keeps_leave_out_copies_out_of_the_usual_metrics_and_latency():
     def routed_copy(source: str, injected: str | None, left_out: bool, ms: float) -> RoutedQuery:
         chosen = Candidate(injected, 0.6, "", "") if injected else None
         return RoutedQuery(LabelledQuery("m", ("a",), (), source),
-                           Decision(chosen, 0.6, "", [Candidate(injected or "a", 0.6, "", "")]), ms, ms, left_out)
+                           Decision(chosen, 0.6, "", [Candidate(injected or "a", 0.6, "", "")],
+                                    mode=FULL if chosen else None, named=[chosen] if chosen else []),
+                           ms, ms, left_out)
 
     report = evaluation_report([
         routed_copy("one", "a", False, 10.0), routed_copy("one", "b", True, 0.0),
         routed_copy("two", "a", False, 10.0), routed_copy("two", None, True, 0.0),
     ])
-    assert report["overall"]["messages"] == 2 and report["overall"]["correct_injection"] == 1.0
-    assert report["leave_out"]["overall"] == {"messages": 2, "injections": 1, "false_injection": 0.5}
-    assert report["leave_out"]["by_source"]["one"]["false_injection"] == 1.0
-    assert report["leave_out"]["by_source"]["two"]["false_injection"] == 0.0
+    assert report["overall"]["messages"] == 2 and report["overall"]["full_correct"] == 1.0
+    assert report["leave_out"]["overall"]["false_full"] == report["leave_out"]["overall"]["false_any"] == 0.5
+    assert report["leave_out"]["by_source"]["one"]["false_any"] == 1.0
+    assert report["leave_out"]["by_source"]["two"]["false_any"] == 0.0
     assert report["latency_ms"]["route_median"] == 10.0
     assert "leave_out" not in evaluation_report([routed_copy("one", "a", False, 10.0)])
+
+
+def test_full_block_chars_are_the_size_of_the_block_a_host_builds_with_the_default_caps(tmp_path):
+    long, short = tmp_path / "long.md", tmp_path / "short.md"
+    long.write_text("---\nname: long\n---\n" + "word " * 10_000)
+    short.write_text("---\nname: short\n---\nOne line.\n")
+    records = [SkillRecord(n, n, str(p), n, "", "", (), (), (), False, i, 1)
+               for i, (n, p) in enumerate([("long", long), ("short", short), ("gone", tmp_path / "gone.md")])]
+    chars = full_block_chars(records)
+    assert chars("short") == len(skill_block("short", "One line.").text)
+    assert DEFAULT_MAX_SKILL_CHARS < chars("long") < DEFAULT_MAX_SKILL_CHARS + 500
+    assert chars("gone") == chars("unknown") == 0
 
 
 def test_route_all_routes_each_message_with_a_skill_again_without_its_right_skills(examples_index, bundled_embedder):
@@ -118,56 +146,72 @@ def test_read_labelled_names_the_bad_line(tmp_path):
 # --------------------------------------------------------------------------- calibration
 
 
-def routed(label: tuple[str, ...], top: str, similarity: float, gap: float, left_out: bool = False) -> RoutedQuery:
-    candidate = Candidate(top, similarity, "", "")
-    return RoutedQuery(LabelledQuery("m", label), Decision(None, similarity, "", [candidate], 0.3,
-                                                           {"similarity": similarity, "relative_gap": gap}), 1.0,
+def routed(label: tuple[str, ...], top: str, similarity: float, gap: float, margin: float = 1.0,
+           second: str = "z", left_out: bool = False) -> RoutedQuery:
+    """A routed message whose top two candidates are ``top`` and ``second``, the runner-up ``margin`` behind."""
+    features = {"similarity": similarity, "relative_gap": gap, "relative_margin": margin, "runner_up_margin": margin}
+    candidates = [Candidate(top, similarity, "", ""), Candidate(second, similarity - 0.01, "", "")]
+    return RoutedQuery(LabelledQuery("m", label), Decision(None, similarity, "", candidates, features=features), 1.0,
                        left_out=left_out)
 
 
-def test_calibrate_picks_the_most_injections_at_the_precision_asked_for():
+def test_calibrate_injects_whole_only_what_is_precise_enough_and_hints_the_rest():
     messages = (
-        [routed(("a",), "a", 0.6, 0.8)] * 6      # right, clear
-        + [routed(("a",), "b", 0.6, 0.3)] * 2    # wrong top skill, small gap
-        + [routed((), "a", 0.35, 0.9)] * 2       # negatives, low similarity
-        + [routed(("a",), "a", 0.5, 0.3)] * 2    # right, small gap
+        [routed(("a",), "a", 0.6, 0.8)] * 6                      # right, clear of every other skill
+        + [routed(("a",), "b", 0.6, 0.8, 0.1, second="a")] * 2   # wrong top, the right skill close behind
+        + [routed(("a",), "a", 0.6, 0.8, 0.1, second="b")] * 4   # right top, another skill close behind
+        + [routed((), "a", 0.35, 0.2)] * 2                       # negatives, low similarity and gap
     )
-    fitted = calibrate(messages, min_precision=0.80)
-    assert fitted.meets_target
-    assert fitted.chosen.precision >= 0.80
-    assert fitted.chosen.correct_injection == pytest.approx(8 / 10)
-    assert 0.35 < fitted.chosen.gate.floor <= 0.5 and fitted.chosen.gate.min_relative_gap <= 0.3
-    assert all(p.gate.floor == fitted.chosen.gate.floor for p in fitted.floor_table())
+    fitted = calibrate(messages, min_precision=0.80, min_full_precision=0.9)
+    chosen = fitted.chosen
+    assert fitted.meets_target and chosen.full_precision == 1.0 and chosen.full_correct == pytest.approx(6 / 12)
+    assert 0.1 < chosen.gate.full_relative_margin <= 1.0
+    assert chosen.named_correct == 1.0  # the close calls become hints naming both skills
+    assert 0.35 < chosen.gate.floor <= 0.6 and chosen.false_any == 0.0
+    assert all(p.gate.floor == chosen.gate.floor for p in fitted.floor_table())
+    assert all(p.gate.full_relative_margin == chosen.gate.full_relative_margin for p in fitted.full_table())
 
 
-def test_calibrate_counts_leave_out_injections_against_precision():
+def test_calibrate_counts_injections_into_leave_out_copies_against_precision():
     messages = (
-        [routed(("a",), "a", 0.6, 0.8)] * 8                  # right, clear
-        + [routed(("a",), "b", 0.6, 0.4, left_out=True)] * 4  # leave-out copies with a fair gap
-        + [routed(("a",), "b", 0.6, 0.1, left_out=True)] * 4  # leave-out copies with a small gap
+        [routed(("a",), "a", 0.6, 0.8)] * 8                              # right, clear
+        + [routed(("a",), "b", 0.6, 0.4, 0.0, left_out=True)] * 4         # leave-out copies with a fair gap
+        + [routed(("a",), "b", 0.6, 0.1, 0.0, left_out=True)] * 4         # leave-out copies with a small gap
     )
     fitted = calibrate(messages, min_precision=0.9)
     chosen = fitted.chosen
-    assert fitted.meets_target and chosen.correct_injection == 1.0
-    assert 0.4 < chosen.gate.min_relative_gap <= 0.8
-    assert chosen.leave_out_false_injection == 0.0 and chosen.precision == chosen.objective_precision == 1.0
-    loose = next(p for p in fitted.floor_table() if p.gate.min_relative_gap == 0.3)
-    assert loose.precision == 1.0 and loose.leave_out_false_injection == 0.5
-    assert loose.objective_precision == pytest.approx(8 / 12) and loose.wrong_injection == 0.0
-    assert calibrate(messages[:8]).chosen.leave_out_false_injection is None
+    assert fitted.meets_target and chosen.named_correct == chosen.full_correct == 1.0
+    assert chosen.leave_out_any == chosen.leave_out_full == 0.0 and chosen.objective_precision == 1.0
+    loose = next(p for p in fitted.points if (p.gate.floor, p.gate.min_relative_gap) == (0.3, 0.3))
+    assert loose.full_precision == 1.0 and loose.leave_out_any == 0.5 and loose.leave_out_full == 0.0
+    assert loose.objective_precision == pytest.approx(8 / 12)
+    assert calibrate(messages[:8]).chosen.leave_out_any is None
 
 
 def test_calibrate_reports_when_no_setting_is_precise_enough():
     messages = [routed(("a",), "b", 0.9, 0.9), routed(("a",), "a", 0.9, 0.9)]
     fitted = calibrate(messages, min_precision=0.99)
-    assert not fitted.meets_target and fitted.chosen.precision == pytest.approx(0.5)
+    assert not fitted.meets_target and fitted.chosen.full_precision == pytest.approx(0.5)
 
 
 def test_small_talk_and_other_ungated_decisions_are_never_injected_by_calibration():
     small_talk = Decision(None, 0.9, "small talk", [Candidate("a", 0.9, "", "")])
     talk = RoutedQuery(LabelledQuery("thanks", ()), small_talk, 1.0)
     fitted = calibrate([talk, routed(("a",), "a", 0.9, 0.9)], min_precision=1.0)
-    assert fitted.chosen.precision == 1.0 and fitted.chosen.false_injection == 0.0
+    assert fitted.chosen.full_precision == 1.0 and fitted.chosen.false_any == 0.0
+
+
+def test_calibration_judges_every_message_as_the_router_does(examples_index, bundled_embedder):
+    router = SkillRouter.open(examples_index, embedder=bundled_embedder)
+    queries = ["convert this scanned PDF into markdown", "my pytest run fails with a fixture error",
+               "clean up this csv file", "What's a good recipe for banana bread?", "thanks!", "fix my tests"]
+    messages = route_all(router, [LabelledQuery(q, ()) for q in queries])
+    for gate in (Gate(), Gate(0.30, 0.0, 0.2, 0.0), Gate(0.30, 0.0, 9.0, 9.0), Gate(0.5, 0.2, 0.3, 0.1)):
+        full, hint, pair = _Routed.of(messages).judge(gate)
+        verdicts = [gate.verdict(m.decision.features) if m.decision.features else None for m in messages]
+        assert list(full) == [v is not None and v.mode == FULL for v in verdicts]
+        assert list(hint) == [v is not None and v.mode == HINT for v in verdicts]
+        assert list(pair) == [v is not None and v.pair for v in verdicts]
 
 
 def test_save_gate_writes_the_router_section_that_the_router_reads(examples_index, tmp_path, bundled_embedder):
@@ -179,7 +223,8 @@ def test_save_gate_writes_the_router_section_that_the_router_reads(examples_inde
     saved = save_gate(index_dir, fitted, "labels.jsonl", 1)
     assert read_manifest(index_dir).router == saved
     router = SkillRouter.open(index_dir, embedder=bundled_embedder)
-    assert router.gate == Gate(saved["threshold"], saved["min_relative_gap"])
+    assert router.gate == fitted.chosen.gate == Gate.from_router_settings(saved)
+    assert saved["calibration"]["named_correct"] == 1.0
 
 
 # --------------------------------------------------------------------------- the commands
@@ -202,12 +247,13 @@ def test_eval_prints_metrics_per_source_and_latency(examples_index, labelled_exa
                                        "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["overall"]["top1"] == 1.0 and report["overall"]["false_injection"] == 0.0
+    assert report["overall"]["top1"] == 1.0 and report["overall"]["false_any"] == 0.0
+    assert report["overall"]["injected_chars"] > 0 and report["full_relative_gap"] == Gate().full_relative_gap
     assert set(report["by_source"]) == {"docs", "code", "none"}
     assert report["latency_ms"]["route_median"] > 0 and report["latency_ms"]["embed_median"] > 0
     assert "leave_out" not in report
     text = CliRunner().invoke(main, ["eval", "--queries", str(labelled_examples), "--index-dir", str(examples_index)])
-    assert text.exit_code == 0 and "precision" in text.stdout and "route / embedding" in text.stdout
+    assert text.exit_code == 0 and "full prec" in text.stdout and "route / embedding" in text.stdout
     assert "leave-out" not in text.stdout
 
 
@@ -219,7 +265,7 @@ def test_eval_leave_out_reports_false_injections_per_source(examples_index, labe
     assert set(report["leave_out"]["by_source"]) == {"docs", "code"}
     text = CliRunner().invoke(main, args)
     assert text.exit_code == 0, text.output
-    assert "leave-out" in text.stdout and "2 messages routed without their right skills" in text.stdout
+    assert "lo any" in text.stdout and "2 messages routed without their right skills" in text.stdout
 
 
 def test_calibrate_writes_only_with_write(examples_index, labelled_examples, tmp_path):
@@ -234,9 +280,10 @@ def test_calibrate_writes_only_with_write(examples_index, labelled_examples, tmp
     assert written.exit_code == 0, written.output
     answer = json.loads(written.stdout)
     router = read_manifest(index_dir).router
-    assert answer["written"] and router["threshold"] == answer["floor"] >= 0.30
-    assert router["min_relative_gap"] == answer["min_relative_gap"]
-    assert answer["leave_out_false_injection"] is not None and "objective_precision" in router["calibration"]
+    assert answer["written"] and router["threshold"] == answer["threshold"] >= 0.30
+    assert Gate.from_router_settings(router) == Gate.from_router_settings(answer)
+    assert answer["leave_out_any"] is not None and "objective_precision" in router["calibration"]
+    assert len(answer["table"]) > 1 and len(answer["full_table"]) > 1
 
 
 # --------------------------------------------------------------------------- views and lexical scores

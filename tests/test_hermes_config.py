@@ -1,13 +1,32 @@
-"""Hermes' config.yaml as the plugin and the command line read it: skills roots and disabled skills."""
+"""Hermes' config.yaml as the plugin and the command line read it: skills roots, disabled skills, and the
+plugin's settings as ``hermes config set`` writes them and ``doctor`` checks them."""
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import fields
 from pathlib import Path
 
-from semantic_skills.hermes.config import disabled_skill_names, load_config, skills_roots
+import pytest
+import yaml
+
+from semantic_skills.hermes.config import (
+    SETTING_KEYS,
+    SETTINGS_KEY,
+    PluginSettings,
+    disabled_skill_names,
+    load_config,
+    plugin_settings,
+    skills_roots,
+    unknown_settings,
+)
+from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import discover_skills
 
-from support import write_skill
+from support import REPO, write_skill
 
 
 def roots(home: Path):
@@ -71,3 +90,160 @@ def test_a_string_holding_a_list_is_that_list_as_the_newest_hermes_reads_it(_iso
     )
     assert disabled(_isolated_hermes_home) == {"alpha", "beta"}
     assert disabled(_isolated_hermes_home, "telegram") == {"alpha", "beta", "[gamma"}  # not a list: one name
+
+
+# --------------------------------------------------------------------------- settings, as a user sets them
+
+# One value per setting, as typed after `hermes config set plugins.entries.semantic-skills.settings.KEY`.
+TYPED = {
+    "threshold": ("0.45", 0.45), "index_dir": ("~/skill-index", "~/skill-index"),
+    "max_skill_chars": ("9000", 9000), "max_tool_chars": ("12000", 12000), "prompt_mode": ("full", "full"),
+    "dedupe_max_sessions": ("500", 500), "dedupe_ttl_seconds": ("3600", 3600), "route_timeout_ms": ("50", 50),
+    "warmup_wait_seconds": ("20", 20.0), "record_decisions": ("false", False), "record_message_text": ("on", True),
+    "record_max_bytes": ("2000000", 2_000_000),
+    "embedder.backend": ("litellm", "litellm"), "embedder.model": ("ollama/embeddinggemma", "ollama/embeddinggemma"),
+    "embedder.api_base": ("http://127.0.0.1:11434", "http://127.0.0.1:11434"),
+    "embedder.api_key_env": ("OPENAI_API_KEY", "OPENAI_API_KEY"),
+    "embedder.query_prefix": ("task: search result | query: ", "task: search result | query: "),
+    "embedder.document_prefix": ("title: none | text: ", "title: none | text: "),
+    "embedder.batch_size": ("32", 32), "embedder.timeout_ms": ("300", 300),
+}
+ENABLED = {"plugins": {"enabled": ["semantic-skills"], "disabled": []}, "model": {"default": "kept-as-it-was"}}
+
+
+def test_every_setting_can_be_set_by_hermes_config_set_without_touching_the_rest(_isolated_hermes_home):
+    from hermes_cli.config import set_config_value
+
+    home = _isolated_hermes_home
+    (home / "config.yaml").write_text(yaml.safe_dump(ENABLED))
+    every = {key for key in SETTING_KEYS if key != "embedder"} | {f"embedder.{f.name}" for f in
+                                                                 fields(EmbedderSettings)}
+    assert set(TYPED) == every  # a new setting needs its row here, and so its hermes config set form
+
+    for key, (text, _) in TYPED.items():
+        set_config_value(f"{SETTINGS_KEY}.{key}", text)
+
+    config = load_config(home)
+    settings = plugin_settings(config)
+    read = {key: getattr(settings.embedder if key.startswith("embedder.") else settings,
+                         "floor" if key == "threshold" else key.removeprefix("embedder.")) for key in TYPED}
+    assert read == {key: value for key, (_, value) in TYPED.items()}
+    assert config["plugins"]["enabled"] == ["semantic-skills"] and config["model"] == ENABLED["model"]
+
+
+def settings_line(home: Path):
+    from semantic_skills.hermes import doctor
+
+    return doctor.settings_check(doctor._setup()[0], None)
+
+
+def run_fix(fix: str) -> None:
+    """Run a doctor's fix as the user pastes it, with this venv's hermes first on PATH."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    done = subprocess.run(["bash", "-c", fix], env={**os.environ, "PATH": path}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_doctor_names_a_misspelt_setting_and_its_fix_renames_it(_isolated_hermes_home):
+    home = _isolated_hermes_home
+    config = {**ENABLED, "plugins": {**ENABLED["plugins"], "entries": {"semantic-skills": {
+        "threshold": 0.4, "settings": {"embeder": "onnx", "embedder": {"bakend": "onnx"}}}}}}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    entry = "plugins.entries.semantic-skills"
+
+    line = settings_line(home)
+
+    assert line.status == "warn" and line.facts["unknown"] == ["threshold", "settings.embeder",
+                                                               "settings.embedder.bakend"]
+    assert line.detail == (f"ignored by the plugin: {entry}.threshold is not a setting (did you mean "
+                           f"{entry}.settings.threshold?); {entry}.settings.embeder is not a setting (did you mean "
+                           f"{entry}.settings.embedder?); {entry}.settings.embedder.bakend is not a setting (did you "
+                           f"mean {entry}.settings.embedder.backend?)")
+    run_fix(line.fix)
+    assert settings_line(home).status == "ok"
+    assert plugin_settings(load_config(home)) == PluginSettings(floor=0.4, embedder=EmbedderSettings(backend="onnx"))
+
+
+def test_the_plugin_logs_a_key_that_is_not_a_setting_once(_isolated_hermes_home, caplog):
+    from semantic_skills.hermes.runtime import PluginRuntime
+
+    home = _isolated_hermes_home
+    (home / "config.yaml").write_text(yaml.safe_dump({"plugins": {"entries": {"semantic-skills": {
+        "settings": {"prompt_mod": "full"}}}}}))
+    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+        runtime = PluginRuntime(home)
+        runtime.settings()
+        runtime.close()
+
+    said = [r.getMessage() for r in caplog.records if "prompt_mod" in r.getMessage()]
+    assert said == [f"semantic-skills: {home / 'config.yaml'}: plugins.entries.semantic-skills.settings.prompt_mod "
+                    "is not a setting (did you mean plugins.entries.semantic-skills.settings.prompt_mode?); it is "
+                    "ignored"]
+
+
+@pytest.mark.parametrize("plugins, detail", [
+    ({"enabled": []}, "installed but not enabled (plugins.enabled in {config}): Hermes does not load it"),
+    ({"enabled": ["semantic-skills"], "disabled": ["semantic-skills"]},
+     "installed but disabled (plugins.disabled in {config}): Hermes does not load it"),
+])
+def test_doctor_says_when_hermes_does_not_load_the_plugin_and_how_to_enable_it(_isolated_hermes_home, plugins,
+                                                                              detail):
+    from semantic_skills.hermes import doctor
+
+    home = _isolated_hermes_home
+    (home / "plugins" / "semantic-skills").mkdir(parents=True)
+    (home / "config.yaml").write_text(yaml.safe_dump({"plugins": plugins}))
+
+    line = doctor.plugin_check(doctor._setup()[0])
+
+    assert (line.status, line.detail) == ("fail", detail.format(config=home / "config.yaml"))
+    assert line.fix == f"HERMES_HOME={home} hermes plugins enable semantic-skills --no-allow-tool-override"
+
+
+def test_doctor_warns_of_an_entry_point_an_older_install_left(_isolated_hermes_home, tmp_path, monkeypatch):
+    from semantic_skills.hermes import doctor
+
+    home = _isolated_hermes_home
+    (home / "plugins" / "semantic-skills").mkdir(parents=True)
+    (home / "config.yaml").write_text(yaml.safe_dump(ENABLED))
+    dist = tmp_path / "site" / "semantic_skills_old-0.0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: semantic-skills-old\nVersion: 0.0.1\n")
+    (dist / "entry_points.txt").write_text("[hermes_agent.plugins]\nsemantic-skills = semantic_skills.hermes\n")
+    assert doctor.plugin_check(doctor._setup()[0]).status == "ok"
+
+    monkeypatch.syspath_prepend(str(dist.parent))
+    line = doctor.plugin_check(doctor._setup()[0])
+
+    assert line.status == "warn" and "entry point" in line.detail and line.fix.endswith(" -m pip install -e "
+                                                                                          + str(REPO))
+
+
+def documented_config_commands() -> list[list[str]]:
+    """Every `hermes config set/unset` line of the README and after-install.md, as argument lists."""
+    import shlex
+
+    commands = []
+    for doc in ("README.md", "after-install.md"):
+        for block in (REPO / doc).read_text(encoding="utf-8").split("```bash\n")[1:]:
+            for line in block.split("```")[0].splitlines():
+                line = line.split("  #")[0].replace("$S", SETTINGS_KEY).strip()
+                if line.startswith(("hermes config set ", "hermes config unset ")):
+                    commands.append(shlex.split(line)[2:])
+    return commands
+
+
+def test_the_documented_config_commands_set_valid_settings_and_keep_the_plugin_enabled(_isolated_hermes_home):
+    from hermes_cli.config import set_config_value, unset_config_value
+
+    home = _isolated_hermes_home
+    (home / "config.yaml").write_text(yaml.safe_dump(ENABLED))
+    commands = documented_config_commands()
+    assert len(commands) >= 10 and all(args[1].startswith(SETTINGS_KEY + ".") for args in commands)
+
+    for action, key, *value in commands:
+        set_config_value(key, *value) if action == "set" else unset_config_value(key)
+        config = load_config(home)
+        plugin_settings(config)  # never an invalid value
+        assert unknown_settings(config) == [] and config["plugins"]["enabled"] == ["semantic-skills"], key

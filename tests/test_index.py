@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from semantic_skills.embedders.base import Embedder
-from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexMissing
+from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
@@ -48,11 +48,34 @@ def test_the_embedder_that_built_the_index_opens_it(examples_index, bundled_embe
     assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
 
 
+@pytest.mark.parametrize("version, built_by, fix", [
+    (0, "an older", "rebuild it with: semantic-skills build --full --index-dir {index}"),
+    (2, "a newer", "update semantic-skills to the release that built it, or rebuild it with: semantic-skills build "
+                   "--full --index-dir {index}"),
+])
+def test_an_index_of_another_release_is_refused_saying_which_and_how_to_rebuild(index_copy, bundled_embedder,
+                                                                                version, built_by, fix):
+    edit_manifest(index_copy, lambda m: m.update(format_version=version))
+
+    with pytest.raises(IndexFromAnotherRelease) as raised:
+        SkillRouter.open(index_copy, embedder=bundled_embedder)
+
+    assert str(raised.value) == (f"the index in {index_copy} was built by {built_by} release of semantic-skills "
+                                 f"(index format {version}; this release reads format 1); "
+                                 + fix.format(index=index_copy))
+
+
 def test_a_manifest_written_before_environments_were_recorded_still_opens(index_copy, bundled_embedder):
     edit_manifest(index_copy, lambda m: [record.pop("environments") for record in m["skills"]])
     router = SkillRouter.open(index_copy, embedder=bundled_embedder, inactive_environments=frozenset({"kanban"}))
     assert {r.environments for r in router.manifest.skills} == {()}
     assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
+
+
+def test_a_name_read_from_a_manifest_is_the_one_line_name(index_copy, bundled_embedder):
+    edit_manifest(index_copy, lambda m: m["skills"][0].update(name="pdf-to-\nmarkdown\u202e"))
+    router = SkillRouter.open(index_copy, embedder=bundled_embedder)
+    assert "pdf-to- markdown" in {r.name for r in router.manifest.skills}
 
 
 class OtherEmbedder(Embedder):

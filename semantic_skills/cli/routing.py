@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 
 from ..errors import SemanticSkillsError
+from ..gates import FULL
 from . import defaults
 from .app import index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
-DEMO_SEAL = "demo"  # in Hermes, each home's own secret seal (see semantic_skills/hermes/seal.py)
 SCORE_WORDS = ("score ranks the skills: the similarity plus a small bonus for words and names the message "
                "shares with the skill; similarity (cosine, of the whole skill and of its best-matching "
                "sentence) is what the floor checks")
@@ -45,6 +45,13 @@ def _decision_line(query, decision) -> str:
     return json.dumps(payload, ensure_ascii=False)
 
 
+def _what(decision) -> str:
+    """What a decision that injects something injects, in words."""
+    if decision.mode == FULL:
+        return f"inject {decision.skill.name} whole"
+    return "inject a hint naming " + " and ".join(c.name for c in decision.named)
+
+
 @main.command()
 @click.argument("message", required=False)
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
@@ -53,7 +60,8 @@ def _decision_line(query, decision) -> str:
 @index_options
 @json_option
 def route(message, queries, platform, index_dir, backend, model, as_json):
-    """Decide which skill, if any, would be injected for MESSAGE (skills.disabled left out)."""
+    """Decide what would be injected for MESSAGE: a skill whole, a hint naming one or two, or nothing
+    (skills.disabled left out). With --json or --queries, "mode" is "full" or "hint" (null for nothing)."""
     if (message is None) == (queries is None):
         raise click.UsageError("give either MESSAGE or --queries FILE")
     router = defaults.open_router(index_dir, backend, model)
@@ -63,7 +71,7 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
         if as_json:
             click.echo(_decision_line(message, decision))
         elif decision.skill:
-            click.echo(f"inject {decision.skill.name} (score {decision.score:.3f}): {decision.reason}")
+            click.echo(f"{_what(decision)} (score {decision.score:.3f}): {decision.reason}")
             click.echo(f"({SCORE_WORDS})")
         else:
             click.echo(f"inject nothing: {decision.reason}")
@@ -115,9 +123,12 @@ def demo(show_chars):
                 nearest = f"; nearest {best.name} at {best.score:.3f}" if best else ""
                 click.echo(f"  inject nothing ({decision.reason}{nearest})\n")
                 continue
-            click.echo(f"  inject {decision.skill.name} (score {decision.score:.3f})")
+            click.echo(f"  {_what(decision)} (score {decision.score:.3f})")
+            if decision.mode != FULL:
+                click.echo(f"  ({decision.reason})\n")
+                continue
             body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
-            text = inject(message, skill_block(decision.skill.name, decision.score, body, DEMO_SEAL))
+            text = inject(message, skill_block(decision.skill.name, body).text)
             if show_chars:
                 more = len(text) - show_chars
                 preview = text if more <= 0 else text[:show_chars] + f"... [{more} more characters]"

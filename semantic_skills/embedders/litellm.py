@@ -53,7 +53,7 @@ class LiteLLMEmbedder(Embedder):
             try:
                 import litellm
             except ImportError:
-                raise EmbedderError(dependency_fix("litellm")) from None
+                raise EmbedderError(dependency_fix("litellm", "litellm")) from None
             litellm.suppress_debug_info = True
             # litellm turns max_retries=0 into its default (2) for the OpenAI client, which then retries
             # on its own; with that default at 0 the only retries are the ones _request makes.

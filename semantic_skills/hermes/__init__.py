@@ -1,8 +1,8 @@
 """The Hermes Agent side of semantic-skills.
 
-``register(ctx)`` is what Hermes calls when it loads the plugin (as a folder
-under ``$HERMES_HOME/plugins`` or through the ``hermes_agent.plugins`` entry
-point; Hermes 0.21 calls it once per profile). It is cheap: it wires the
+``register(ctx)`` is what Hermes calls when it loads the plugin folder under
+``$HERMES_HOME/plugins`` (through the folder's ``__init__.py``; Hermes 0.21
+calls it once per profile). It is cheap: it wires the
 hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
 the compact skills prompt and says in one line each what this Hermes lacks
 (see capabilities.py); the routing worker starts in the background. Every hook
@@ -32,10 +32,11 @@ class NotRouting(RuntimeError):
 
 def register(ctx) -> None:
     from . import cli_command
+    from .config import HERMES_COMMAND, HERMES_DISTRIBUTION
 
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    _check_dependencies(cli_command.HERMES_COMMAND)
+    _check_dependencies(HERMES_COMMAND, HERMES_DISTRIBUTION)
 
     from . import capabilities, hooks, prompt_stub, tool
     from .runtime import get_runtime, use_plugin_config
@@ -50,7 +51,7 @@ def register(ctx) -> None:
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
                       handler=_with_runtime(tool.search_skills),
                       description=tool.SCHEMA["description"], emoji="🧭")
-    prompt_stub.install(_prompt_mode, _seal, runtime.log_once, _observe_prompt_build)
+    prompt_stub.install(_prompt_mode, runtime.log_once, _observe_prompt_build)
     for capability in capabilities.probe(load_gateway=False):
         if not capability.available:
             level = logging.INFO if capability.name in capabilities.ABSENT_FEATURES else logging.WARNING
@@ -58,14 +59,24 @@ def register(ctx) -> None:
                                     f"{capability.detail}")
 
 
-def _check_dependencies(command: str) -> None:
+def _check_dependencies(command: str, host: str) -> None:
     """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
-    from ..requirements import CORE_MODULES, install_command, missing_modules
+    from ..errors import ConfigError
+    from ..requirements import CORE_MODULES, missing_modules
+    from ..settings import EmbedderSettings
+    from .config import hermes_home, load_config, plugin_settings
+    from .install import install_fix
 
     missing = missing_modules(CORE_MODULES)
     if missing:
+        home = hermes_home()
+        try:
+            embedder = plugin_settings(load_config(home)).embedder
+        except ConfigError:
+            embedder = EmbedderSettings()
+        fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=host).fix
         raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
-                         f"fix: {install_command()} (then check with: {command} doctor)")
+                         f"fix: {fix} (then check with: {command} doctor)")
 
 
 def valid_hooks() -> frozenset[str] | None:
@@ -108,10 +119,20 @@ def _with_runtime(handler):
     return call
 
 
-def _prompt_mode() -> str:
+def _prompt_mode(arguments: dict) -> str:
+    """The skills prompt for the home a prompt is built for: its ``prompt_mode``, but Hermes' own listing
+    (``full``) while routing cannot work there, so the agent still sees its skills (see fallback.py)."""
+    from .fallback import routing_problem
     from .runtime import get_runtime
 
-    return get_runtime().settings().prompt_mode
+    runtime = get_runtime(_prompt_home(arguments))
+    mode = runtime.settings().prompt_mode
+    problem = routing_problem(runtime) if mode != "full" else ""
+    if problem:
+        runtime.log_once(logging.WARNING, f"{problem}; until then new sessions keep Hermes' own skills listing "
+                                          "and search_skills matches the words of skill names and descriptions")
+        return "full"
+    return mode
 
 
 def _prompt_home(arguments: dict) -> Path:
@@ -120,12 +141,6 @@ def _prompt_home(arguments: dict) -> Path:
 
     override = arguments.get("skills_dir_override")
     return Path(override).parent if override else hermes_home()
-
-
-def _seal(arguments: dict) -> str:
-    from .seal import home_seal
-
-    return home_seal(_prompt_home(arguments))
 
 
 def _observe_prompt_build(arguments: dict) -> None:

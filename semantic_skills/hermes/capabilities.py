@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -29,9 +30,16 @@ SKILL_CONDITIONS = "skill_conditions"
 DISABLED_SKILLS = "disabled_skills"
 ENVIRONMENTS = "environments"
 PROJECT_SKILLS = "project_skills"
+HOOK_TIME_LIMIT = "hook_time_limit"
+PINNED_SKILLS = "pinned_skills"
 
 # Missing in an older Hermes because that Hermes does not have the feature either: nothing is lost.
-ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG})
+ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG, HOOK_TIME_LIMIT,
+                            PINNED_SKILLS})
+
+# Hermes 0.21's default (hermes_cli/plugins_dispatch.py): a pre_llm_call or post_tool_call callback that runs
+# longer than plugins.hook_callback_timeout is abandoned, then muted for 60 s. Used where this Hermes does not say.
+DEFAULT_HOOK_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -44,13 +52,25 @@ class Capability:
 
 
 def hermes_version() -> str:
-    """The running Hermes' version string, for display only (never compared)."""
+    """The running Hermes' version string, for display only (never compared).
+
+    What Hermes itself reports first (``hermes_cli.__version__``; from 0.21.4 on
+    read from its install stamp, ``0.0.0`` without one), then the
+    ``hermes-agent`` distribution, whose metadata stays at the version of the
+    last ``pip install -e`` on an editable install.
+    """
+    try:
+        reported = getattr(_module("hermes_cli"), "__version__", None)
+    except Exception:  # noqa: BLE001 - a lazy __version__ that fails to read its stamp
+        reported = None
+    if isinstance(reported, str) and reported.strip():
+        return reported.strip()
     try:
         from importlib.metadata import version
 
         return version("hermes-agent")
-    except Exception:  # noqa: BLE001 - a git checkout may not be installed as a distribution
-        return str(getattr(sys.modules.get("hermes_cli") or _module("hermes_cli"), "__version__", "") or "unknown")
+    except Exception:  # noqa: BLE001 - neither says
+        return "unknown"
 
 
 def detect() -> list[Capability]:
@@ -78,6 +98,7 @@ def probe(load_gateway: bool) -> list[Capability]:
                                 "hermes_constants.get_hermes_home() gives each call's profile home",
                                 "no hermes_constants.get_hermes_home: the home is $HERMES_HOME, else ~/.hermes")),
         (HOOK_OUTPUT_CAP, _hook_output_cap),
+        (HOOK_TIME_LIMIT, _hook_time_limit),
         (SKILL_CONDITIONS, _skill_conditions),
         (DISABLED_SKILLS, _present("agent.skill_utils", ("get_disabled_skill_names",),
                                    "skills.disabled and skills.platform_disabled are read by Hermes' "
@@ -91,6 +112,10 @@ def probe(load_gateway: bool) -> list[Capability]:
                                   "trusted project skills (.hermes/skills, .agents/skills) are indexed; quarantined "
                                   "ones are never offered",
                                   "this Hermes has no trusted project skills: none are indexed")),
+        (PINNED_SKILLS, _present("agent.skill_commands", ("resolve_auto_load_skills",),
+                                 "skills.auto_load skills are already in each session's system prompt: never "
+                                 "injected again, and search_skills lists them as loaded",
+                                 "this Hermes pins no skill into the system prompt (no skills.auto_load)")),
     ]
     if load_gateway or "gateway.run" in sys.modules:
         probes[1:1] = [(GATEWAY_AUTHORIZATION, _gateway_authorization), (UPDATE_PROMPT, _update_prompt)]
@@ -217,6 +242,31 @@ def _hook_output_cap() -> tuple[bool, str]:
     if not spill.get("enabled"):
         return True, "hook output spilling is off: pre_llm_call context is capped by max_skill_chars only"
     return True, f"hook output over {int(spill['max_chars']):,} characters is spilled to a file: skills are cut to fit"
+
+
+def host_hook_timeout() -> float:
+    """Seconds after which Hermes abandons a ``pre_llm_call`` callback: its ``plugins.hook_callback_timeout``
+    as it resolves it, ``inf`` when that is switched off, :data:`DEFAULT_HOOK_TIMEOUT_SECONDS` when this
+    Hermes does not say."""
+    resolve = hermes_function("hermes_cli.plugins", "_resolve_hook_callback_timeout")
+    if resolve is None:
+        return DEFAULT_HOOK_TIMEOUT_SECONDS
+    try:
+        seconds = float(resolve())
+    except Exception:  # noqa: BLE001 - an unreadable setting: Hermes itself falls back to its default
+        return DEFAULT_HOOK_TIMEOUT_SECONDS
+    return seconds if seconds > 0 else math.inf
+
+
+def _hook_time_limit() -> tuple[bool, str]:
+    if hermes_function("hermes_cli.plugins", "_resolve_hook_callback_timeout") is None:
+        return False, (f"this Hermes sets no time limit on hook callbacks: pre_llm_call waits as if it were "
+                       f"{DEFAULT_HOOK_TIMEOUT_SECONDS:.0f} s, Hermes 0.21's default")
+    seconds = host_hook_timeout()
+    if math.isinf(seconds):
+        return True, "plugins.hook_callback_timeout is off: pre_llm_call waits as long as its settings say"
+    return True, (f"Hermes abandons a hook callback after {seconds:g} s (plugins.hook_callback_timeout): "
+                  f"pre_llm_call waits at most half of that")
 
 
 def _skill_conditions() -> tuple[bool, str]:

@@ -1,9 +1,9 @@
 """``hermes semantic-skills ...``: the plugin's own command line, run with Hermes' Python.
 
 Hermes gives the command an argparse parser of its own, whose ``--help``
-would describe only that wrapper; :func:`setup` hands ``-h``/``--help`` to the
-plugin's command line instead, so ``hermes semantic-skills --help`` lists the
-plugin's commands.
+would describe only that wrapper and which refuses options it does not know;
+:func:`setup` hands ``-h``/``--help`` and ``--version`` to the plugin's command
+line instead, so ``hermes semantic-skills --help`` lists the plugin's commands.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import subprocess
 import sys
 
 from ..errors import COMMAND_ENV
+from ..requirements import HOST_ENV
 from ..worker.launch import isolated_command
-from .config import PLUGIN_NAME
+from .config import HERMES_COMMAND, HERMES_DISTRIBUTION, PLUGIN_NAME
 
 NAME = PLUGIN_NAME
-HERMES_COMMAND = f"hermes {NAME}"
 HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route, history)"
 
 
@@ -27,6 +27,8 @@ def setup(parser: argparse.ArgumentParser) -> None:
     plugin = parser.add_argument_group(NAME)
     plugin.add_argument("-h", "--help", action="store_true", dest="plugin_help",
                         help="show the plugin's commands and options")
+    plugin.add_argument("--version", action="store_true", dest="plugin_version",
+                        help="show the version of the plugin's code that this Hermes runs")
     parser.add_argument("arguments", nargs=argparse.REMAINDER,
                         help="a semantic-skills command and its arguments, for example: doctor, build, status")
 
@@ -42,6 +44,9 @@ def run(args: argparse.Namespace) -> None:
     runtime = current_runtime()
     if runtime is not None:
         runtime.client.close()  # this process only runs a command: no routing worker needed
-    arguments = ["--help"] if getattr(args, "plugin_help", False) else (args.arguments or ["--help"])
+    if getattr(args, "plugin_help", False) or getattr(args, "plugin_version", False):
+        arguments = ["--help" if args.plugin_help else "--version"]
+    else:
+        arguments = args.arguments or ["--help"]
     command = isolated_command(sys.executable, "semantic_skills", *arguments)
-    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND}))
+    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND, HOST_ENV: HERMES_DISTRIBUTION}))

@@ -13,7 +13,10 @@ command line uses it for its Hermes defaults.
 from __future__ import annotations
 
 import ast
+import difflib
 import os
+import re
+import shlex
 import sys
 import threading
 from dataclasses import dataclass, fields
@@ -23,10 +26,15 @@ from typing import Any, Callable, ClassVar
 from ..errors import ConfigError
 from ..files import file_stamp
 from ..limits import DEFAULT_MAX_SKILL_CHARS
-from ..settings import Settings, setting_name
+from ..logs import logger
+from ..settings import EmbedderSettings, Settings, setting_name
 from ..skills.discovery import SkillsRoot
 
 PLUGIN_NAME = "semantic-skills"
+HERMES_COMMAND = f"hermes {PLUGIN_NAME}"  # how a user runs this plugin's command line under Hermes
+HERMES_DISTRIBUTION = "hermes-agent"  # named in install commands, so pip keeps the versions Hermes pins
+ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yaml, as `hermes config set` names it
+SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 PROMPT_MODES = ("compact", "full")
 
@@ -82,8 +90,16 @@ def hermes_home() -> Path:
         return Path(raw).expanduser() if raw else Path.home() / ".hermes"
 
 
+def hermes_cli(home: Path) -> str:
+    """How to run ``hermes`` on ``home`` from a shell: told which home when it is not the default one."""
+    if Path(home).expanduser().resolve() == (Path.home() / ".hermes").resolve():
+        return "hermes"
+    return f"HERMES_HOME={shlex.quote(str(home))} hermes"
+
+
 def state_dir(home: Path) -> Path:
-    """The plugin's own files in a Hermes home: the dedupe store, the skill-block seal and the decision record."""
+    """The plugin's own files in a Hermes home: the dedupe record, the decision record (and, by default, the
+    index)."""
     return Path(home) / PLUGIN_NAME
 
 
@@ -101,6 +117,36 @@ def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None =
         return PluginSettings.from_mapping(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
     read = {key: get_config(key, _ABSENT) for key in SETTING_KEYS}
     return PluginSettings.from_mapping({key: value for key, value in read.items() if value is not _ABSENT})
+
+
+def unknown_settings(config: dict) -> list[tuple[str, str | None]]:
+    """Keys in this plugin's part of the config that no setting has, each with the key probably meant (or None).
+
+    Both are dotted paths below ``plugins.entries.semantic-skills``: a
+    misspelt ``settings.embeder`` (``settings.embedder``), a misspelt
+    embedder field, or a setting placed beside ``settings`` instead of in it.
+    """
+    entry = _section(config, "plugins", "entries", PLUGIN_NAME)
+    found = [(str(key), f"settings.{key}") for key in entry if key in SETTING_KEYS]
+    settings = _section(config, "plugins", "entries", PLUGIN_NAME, "settings")
+    found += [(f"settings.{key}", _closest(str(key), SETTING_KEYS, "settings.")) for key in settings
+              if key not in SETTING_KEYS]
+    embedder = settings.get("embedder")
+    if isinstance(embedder, dict):
+        names = [f.name for f in fields(EmbedderSettings)]
+        found += [(f"settings.embedder.{key}", _closest(str(key), names, "settings.embedder.")) for key in embedder
+                  if key not in names]
+    return found
+
+
+def not_a_setting(key: str, meant: str | None) -> str:
+    """One :func:`unknown_settings` entry, said to the user."""
+    return f"{ENTRY_KEY}.{key} is not a setting" + (f" (did you mean {ENTRY_KEY}.{meant}?)" if meant else "")
+
+
+def _closest(key: str, names, prefix: str) -> str | None:
+    match = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
+    return prefix + match[0] if match else None
 
 
 def skills_roots(config: dict, home: Path) -> list[SkillsRoot]:
@@ -193,15 +239,23 @@ def _listed(value: str) -> list:
 
 # --------------------------------------------------------------------------- reading config.yaml
 
+MAX_CONFIG_BYTES = 256 * 1024  # Hermes' own config.yaml is about 15 KB; a bigger one is not read
+MAX_CONFIG_NESTING = 64  # brackets deep: libyaml's parser overflows the C stack on a few hundred thousand
+MAX_CONFIG_NODES = 100_000  # values once aliases are expanded: a "billion laughs" file is refused
+
 _config_cache: dict[str, tuple[tuple, dict]] = {}
 _config_lock = threading.Lock()
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def load_config(home: Path) -> dict:
-    """Parse ``HOME/config.yaml``; ``{}`` when absent or invalid.
+    """Parse ``HOME/config.yaml``; ``{}`` when absent, or when it cannot be used (logged once per version).
 
     Cached on the file's stamp, so callers on a hot path pay a ``stat`` per
-    call, not a YAML parse; an unchanged file gives the same dict object.
+    call, not a YAML parse; an unchanged file gives the same dict object. No
+    content holds a caller up for long: the file is read only up to
+    :data:`MAX_CONFIG_BYTES` and parsed only if it nests at most
+    :data:`MAX_CONFIG_NESTING` brackets deep.
     """
     path = home / "config.yaml"
     stamp = file_stamp(path)
@@ -212,17 +266,56 @@ def load_config(home: Path) -> dict:
         cached = _config_cache.get(key)
         if cached and cached[0] == stamp:
             return cached[1]
-    import yaml
-
     try:
-        # libyaml's loader when present: Hermes' ~15 KB config parses several times faster,
-        # and a changed config is read again by the next hook call, on the gateway's loop.
-        data = yaml.load(path.read_text(encoding="utf-8", errors="replace"),
-                         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, yaml.YAMLError):
-        data = None
-    if not isinstance(data, dict):
+        data = _parse_config(path)
+    except Exception as exc:  # noqa: BLE001 - any content at all: the plugin runs on its defaults
+        logger.warning("semantic-skills: cannot use %s (%s); the plugin runs on its default settings until the "
+                       "file changes", path, f"{type(exc).__name__}: {exc}"[:200])
         data = {}
     with _config_lock:
         _config_cache[key] = (stamp, data)
     return data
+
+
+def _parse_config(path: Path) -> dict:
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ValueError(f"larger than {MAX_CONFIG_BYTES // 1024} KB")
+    text = raw.decode("utf-8", errors="replace")
+    if _bracket_depth(text) > MAX_CONFIG_NESTING:
+        raise ValueError(f"nested more than {MAX_CONFIG_NESTING} brackets deep")
+    import yaml
+
+    # libyaml's loader when present: Hermes' ~15 KB config parses several times faster,
+    # and a changed config is read again by the next hook call, on the gateway's loop.
+    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if not isinstance(data, dict):
+        return {}
+    if _exceeds(data, MAX_CONFIG_NODES):
+        raise ValueError(f"more than {MAX_CONFIG_NODES:,} values once its aliases are expanded")
+    return data
+
+
+def _bracket_depth(text: str) -> int:
+    """How deep flow brackets nest in ``text`` (counting those in strings too: an upper bound)."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.finditer(text):
+        depth = depth + 1 if bracket.group() in "[{" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _exceeds(data, limit: int) -> bool:
+    """True if walking ``data`` (aliases expanded, cycles included) visits more than ``limit`` values."""
+    stack, visited = [data], 0
+    while stack:
+        node = stack.pop()
+        visited += 1
+        if visited > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False

@@ -14,86 +14,77 @@ import importlib
 import importlib.metadata
 import json
 import os
+import shlex
 import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from ..errors import ConfigError, command_name
+from ..errors import ConfigError, command_name, first_line
 from ..index import MANIFEST
-from ..requirements import CORE_MODULES, EMBEDDER_MODULES, install_command, missing_modules
+from ..requirements import (
+    CORE_MODULES,
+    EMBEDDER_MODULES,
+    install_command,
+    missing_modules,
+    package_name,
+    unmet_requirements,
+)
 from ..settings import EmbedderSettings
 from . import capabilities
-from .cli_command import HERMES_COMMAND
-from .config import PLUGIN_NAME, PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
+from .config import (
+    ENTRY_KEY,
+    HERMES_COMMAND,
+    PLUGIN_NAME,
+    SETTINGS_KEY,
+    PluginSettings,
+    hermes_cli,
+    hermes_home,
+    index_dir,
+    load_config,
+    not_a_setting,
+    plugin_settings,
+    state_dir,
+    unknown_settings,
+)
+from .doctor_report import FAIL, OK, SKIP, WARN, Check, Setup
+from .doctor_routing import index_check, skills_check, worker_check
+from .install import install_fix
 
-OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the report: ``fix`` is set whenever ``status`` is not ``ok``."""
-
-    name: str
-    status: str
-    detail: str
-    fix: str = ""
-    facts: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What every check reads: the home, its config and settings, and how the user runs this command line."""
-
-    home: Path
-    config: dict
-    settings: PluginSettings
-    index_dir: Path
-    backend: str  # the embedder backend routing uses: the configured one, or with default settings the index's
-    command: str
-
-    @property
-    def under_hermes(self) -> bool:
-        return self.command == HERMES_COMMAND
+ENTRY_POINTS = "hermes_agent.plugins"
 
 
 def run_doctor(worker_timeout: float) -> list[Check]:
-    """Every check, in the order a user fixes things; routing works when none is ``fail``."""
-    from .doctor_routing import index_check, skills_check, worker_check
+    """Every check, in the order a user fixes things; routing works when none is ``fail``.
 
-    setup, settings = _setup()
+    A check that cannot run before an earlier one is fixed is skipped without
+    a fix of its own: each fix appears once, on the line of its problem.
+    """
+    setup, settings_error = _setup()
     dependencies = dependencies_check(setup)
-    checks = [python_check(setup), dependencies, hermes_check(setup), plugin_check(setup), settings,
-              paths_check(setup)]
+    checks = [python_check(setup), dependencies, hermes_check(setup), plugin_check(setup),
+              settings_check(setup, settings_error), paths_check(setup)]
     if dependencies.status != OK:
-        checks += [Check(name, SKIP, "needs the plugin's dependencies", dependencies.fix)
+        checks += [Check(name, SKIP, "checked once the dependencies above are installed")
                    for name in ("index", "worker")]
     else:
         index = index_check(setup)
         checks.append(index)
         checks.append(worker_check(setup, worker_timeout) if index.status != FAIL
-                      else Check("worker", SKIP, "needs a usable index", index.fix))
+                      else Check("worker", SKIP, "checked once the index above is fixed"))
     checks.append(skills_check(setup))
     return checks
 
 
-def _setup() -> tuple[Setup, Check]:
+def _setup() -> tuple[Setup, ConfigError | None]:
     home = hermes_home()
     config = load_config(home)
-    command = command_name()
-    where = f"plugins.entries.{PLUGIN_NAME}.settings in {home / 'config.yaml'}"
     try:
-        settings = plugin_settings(config)
-        check = Check("settings", OK, f"valid ({where})")
+        settings, error = plugin_settings(config), None
     except ConfigError as exc:
-        settings = PluginSettings()
-        check = Check("settings", FAIL, f"{exc}; the plugin runs on the defaults instead of your settings",
-                      f"correct {where}")
+        settings, error = PluginSettings(), exc
     folder = index_dir(settings, home)
-    return Setup(home, config, settings, folder, _routing_backend(settings, folder), command), check
+    return Setup(home, config, settings, folder, _routing_backend(settings, folder), command_name()), error
 
 
 def _routing_backend(settings: PluginSettings, folder: Path) -> str:
@@ -138,24 +129,40 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def dependencies_check(setup: Setup) -> Check:
-    """The core libraries import here, and the embedder's packages are installed."""
+    """The core libraries and the embedder's packages import here, at the versions the plugin's code declares."""
     backend = setup.backend
-    core_broken = []
+    broken = _broken_core_modules()
+    embedder_absent = [package_name(m) for m in missing_modules(EMBEDDER_MODULES[backend])]
+    absent = [package_name(m) for m, why in broken if why is None] + embedder_absent
+    failing = [f"{package_name(m)} ({why})" for m, why in broken if why is not None]
+    unmet = [(package, requirement, version) for package, requirement, version in unmet_requirements(backend)
+             if package not in absent]
+    absent += [package for package, _, version in unmet if version is None]
+    old = [f"{requirement} ({version} installed)" for _, requirement, version in unmet if version is not None]
+    facts = {"python": sys.executable, "backend": backend, "missing": absent, "failing": failing, "too_old": old}
+    if not (absent or failing or old):
+        return Check("dependencies", OK, f"everything the plugin needs for the {backend} embedder is installed in "
+                                         f"{sys.executable}", facts=facts)
+    problems = [f"{verb} {', '.join(names)}" for verb, names in (("lacks", absent), ("has too old", old),
+                                                                  ("cannot import", failing)) if names]
+    detail = f"the Python that runs Hermes ({sys.executable}) {'; '.join(problems)}"
+    only_the_embedder = bool(embedder_absent) and not (broken or unmet)
+    chosen = install_fix(setup.home, backend, setup.settings.embedder == EmbedderSettings(), only_the_embedder)
+    why = f"; {chosen.why}" if chosen.why else ""
+    return Check("dependencies", FAIL, detail + why, chosen.fix, facts, chosen.alternative)
+
+
+def _broken_core_modules() -> list[tuple[str, str | None]]:
+    """(module, None when it is not installed, else why it does not import) for each core library that fails."""
+    broken = []
     for module in CORE_MODULES:
         try:
             __import__(module)
+        except ModuleNotFoundError as exc:
+            broken.append((module, None if exc.name == module else f"it needs {exc.name}"))
         except Exception as exc:  # noqa: BLE001 - a broken binary is as missing as an absent one
-            core_broken.append(f"{module} ({type(exc).__name__})")
-    broken = core_broken + missing_modules(EMBEDDER_MODULES[backend])
-    facts = {"python": sys.executable, "backend": backend, "missing": broken}
-    if not broken:
-        return Check("dependencies", OK, f"{', '.join(CORE_MODULES)} and the {backend} embedder's packages are "
-                                         f"installed in {sys.executable}", facts=facts)
-    fix = f"install the plugin's dependencies into this Python: {install_command(backend)}"
-    if backend != "onnx" and not core_broken and not missing_modules(EMBEDDER_MODULES["onnx"]):
-        fix = (f"set embedder: onnx under plugins.entries.{PLUGIN_NAME}.settings in {setup.home / 'config.yaml'} "
-               f"(its packages are installed: the torch-free install), or {fix}")
-    return Check("dependencies", FAIL, f"not installed in {sys.executable}: {', '.join(broken)}", fix, facts)
+            broken.append((module, f"{type(exc).__name__}: {first_line(exc)}"))
+    return broken
 
 
 def hermes_check(setup: Setup) -> Check:
@@ -196,19 +203,66 @@ def _hermes_imports() -> bool:
 
 
 def plugin_check(setup: Setup) -> Check:
+    """The plugin folder is installed in this home, Hermes loads it, and nothing else claims its name."""
     folder = setup.home / "plugins" / PLUGIN_NAME
     plugins = setup.config.get("plugins") if isinstance(setup.config.get("plugins"), dict) else {}
-    enabled = PLUGIN_NAME in (plugins.get("enabled") or []) and PLUGIN_NAME not in (plugins.get("disabled") or [])
-    entry_point = any(e.name == PLUGIN_NAME for e in importlib.metadata.entry_points(group="hermes_agent.plugins"))
-    facts = {"folder": str(folder), "installed": folder.is_dir(), "entry_point": entry_point, "enabled": enabled}
-    if not (folder.is_dir() or entry_point):
+    listed = {name: PLUGIN_NAME in (plugins.get(name) or []) for name in ("enabled", "disabled")}
+    entry_point = any(e.name == PLUGIN_NAME for e in importlib.metadata.entry_points(group=ENTRY_POINTS))
+    facts = {"folder": str(folder), "installed": folder.is_dir(), "entry_point": entry_point, **listed}
+    config = setup.home / "config.yaml"
+    hermes = hermes_cli(setup.home)
+    enable = f"{hermes} plugins enable {PLUGIN_NAME} --no-allow-tool-override"
+    if not folder.is_dir():
         return Check("plugin", FAIL, f"not installed in {folder}",
-                     "hermes plugins install https://github.com/OWNER/semantic-skills --enable", facts)
-    where = str(folder) if folder.is_dir() else "the hermes_agent.plugins entry point"
-    if not enabled:
-        return Check("plugin", FAIL, f"installed ({where}) but not enabled in {setup.home / 'config.yaml'}",
-                     f"hermes plugins enable {PLUGIN_NAME} --no-allow-tool-override", facts)
-    return Check("plugin", OK, f"installed and enabled ({where})", facts=facts)
+                     f"{hermes} plugins install https://github.com/OWNER/semantic-skills --enable", facts)
+    if listed["disabled"]:
+        return Check("plugin", FAIL, f"installed but disabled (plugins.disabled in {config}): Hermes does not load "
+                                     "it", enable, facts)
+    if not listed["enabled"]:
+        return Check("plugin", FAIL, f"installed but not enabled (plugins.enabled in {config}): Hermes does not "
+                                     "load it", enable, facts)
+    if entry_point:
+        return Check("plugin", WARN, f"an older install also registered it as a {ENTRY_POINTS} entry point, which "
+                                     f"Hermes loads instead of {folder} and which `hermes plugins remove` would leave "
+                                     "behind", install_command(setup.backend), facts)
+    return Check("plugin", OK, f"installed and enabled ({folder})", facts=facts)
+
+
+def settings_check(setup: Setup, error: ConfigError | None) -> Check:
+    """The settings are valid, and every key in the plugin's part of config.yaml is one the plugin reads."""
+    config = setup.home / "config.yaml"
+    if error is not None:
+        return Check("settings", FAIL, f"{error} (under {SETTINGS_KEY} in {config}): the plugin runs on its defaults "
+                                       "instead of your settings",
+                     f"{hermes_cli(setup.home)} config set {SETTINGS_KEY}.<setting> <value> (README, "
+                     "Configuration)")
+    unknown = unknown_settings(setup.config)
+    if not unknown:
+        return Check("settings", OK, f"valid ({SETTINGS_KEY} in {config})")
+    detail = f"ignored by the plugin: {'; '.join(not_a_setting(key, meant) for key, meant in unknown)}"
+    hermes = hermes_cli(setup.home)
+    return Check("settings", WARN, detail, " && ".join(_rename(setup.config, hermes, key, meant)
+                                                        for key, meant in unknown),
+                 {"unknown": [key for key, _ in unknown]})
+
+
+def _rename(config: dict, hermes: str, key: str, meant: str | None) -> str:
+    """The commands that move ``key`` to ``meant``, both below ENTRY_KEY; only drop it when nothing is meant or
+    ``meant`` is set already (a duplicate must not overwrite the real setting)."""
+    unset = f"{hermes} config unset {ENTRY_KEY}.{key}"
+    entry = config["plugins"]["entries"][PLUGIN_NAME]
+    value = _at(entry, key)
+    if meant is None or _at(entry, meant) is not None:
+        return unset
+    if isinstance(value, (dict, list)):
+        return f"move {ENTRY_KEY}.{key} to {ENTRY_KEY}.{meant} in config.yaml"
+    return f"{unset} && {hermes} config set {ENTRY_KEY}.{meant} {shlex.quote(str(value))}"
+
+
+def _at(mapping: dict, dotted: str):
+    for part in dotted.split("."):
+        mapping = mapping.get(part) if isinstance(mapping, dict) else None
+    return mapping
 
 
 def paths_check(setup: Setup) -> Check:

@@ -14,7 +14,7 @@ from ..logs import OnceLogger
 from ..settings import EmbedderSettings
 from ..skills.discovery import SkillsRoot
 from .config import skills_roots
-from .doctor import FAIL, OK, WARN, Check, Setup
+from .doctor_report import FAIL, OK, WARN, Check, Setup
 from .eligibility import METADATA_NAMESPACE, Eligibility, hermes_skills_roots
 
 PROBE = "doctor: does the routing worker answer a message?"
@@ -30,7 +30,8 @@ def index_check(setup: Setup) -> Check:
     try:
         manifest, _vectors = load_index(setup.index_dir)
     except IndexMissing:
-        return Check("index", FAIL, f"no index in {setup.index_dir}", command("build"))
+        return Check("index", FAIL, f"no index in {setup.index_dir}: until there is one, new sessions keep Hermes' "
+                                    "own skills listing and search_skills matches words", command("build"))
     except SemanticSkillsError as exc:
         return Check("index", FAIL, str(exc), command("build --full"))
     embedder = setup.settings.embedder
@@ -118,7 +119,8 @@ def skills_check(setup: Setup) -> Check:
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
         return Check("skills", WARN, f"no SKILL.md under {', '.join(facts['roots'])}",
-                     f"add skills to {setup.home / 'skills'} (or skills.external_dirs), then {command('build')}",
+                     f"add skill folders (each with a SKILL.md) to {setup.home / 'skills'}, or name other folders "
+                     "in skills.external_dirs",
                      facts)
     detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
         f"{count} by {rule}" for rule, count in hidden.items())

@@ -18,7 +18,11 @@ project-skill tier on 0.19):
   ``get_project_skills_dirs()`` and ``is_quarantined_project_skill`` (asked
   off the gateway's loop, with the home passed explicitly) found it safe;
 - organisation mirrors: only the active organisation's (``read_active_org_id``,
-  see orgs.py), and a switch asks for a re-index.
+  see orgs.py), and a switch asks for a re-index;
+- pinned skills (0.21 ``skills.auto_load``, read with Hermes'
+  ``resolve_auto_load_skills``): Hermes writes them in full into every new
+  session's system prompt, so a message never gets one again, and
+  ``search_skills`` lists one as already loaded.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator
 
 from ..skills.discovery import SkillsRoot, read_active_org
@@ -46,11 +50,16 @@ _tool_views_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Offer:
-    """What one message may be routed to: the names to leave out, and the environments found inactive."""
+    """What one message may be routed to: the names to leave out, and the environments found inactive.
+
+    ``exclude`` holds the ``pinned`` skills too (already in the system prompt):
+    routing leaves them out, ``search_skills`` lists them as loaded.
+    """
 
     exclude: frozenset[str]
     inactive_environments: frozenset[str]
     reindex: bool = False  # the index no longer matches what Hermes offers (an organisation switch)
+    pinned: frozenset[str] = frozenset()
 
 
 def current_platform() -> str:
@@ -130,7 +139,26 @@ class Eligibility:
         """The exclusions for a message on ``platform`` (``""`` when unknown); never raises."""
         other_orgs, org_switched = self.orgs.check(gated)
         exclude = self.disabled(platform) | self._hidden(platform, gated) | other_orgs
-        return Offer(exclude, self.inactive_environments(), reindex=org_switched)
+        pinned = self.pinned() - exclude
+        return Offer(exclude | pinned, self.inactive_environments(), reindex=org_switched, pinned=pinned)
+
+    def pinned(self) -> frozenset[str]:
+        """The skills Hermes loads in full into each new session (``skills.auto_load``), by the name or folder
+        the worker matches: each entry's last path part (an entry may be a name or a path)."""
+        resolve = hermes_function("agent.skill_commands", "resolve_auto_load_skills")
+        if resolve is None or _ignoring_rules():
+            return frozenset()
+        try:
+            entries = resolve(self._config())
+        except Exception as exc:  # noqa: BLE001 - as Hermes when it cannot read the setting: nothing is pinned
+            self._log_once(logging.WARNING, f"cannot read skills.auto_load through Hermes ({exc}); pinned skills "
+                                            "may also be injected into messages")
+            return frozenset()
+        names = set()
+        for entry in entries or ():
+            path = PurePosixPath(str(entry).strip().replace("\\", "/"))
+            names.add(path.parent.name if path.name == "SKILL.md" else path.name)
+        return frozenset(name for name in names if name)
 
     def disabled(self, platform: str) -> frozenset[str]:
         get_disabled = hermes_function("agent.skill_utils", "get_disabled_skill_names")
@@ -212,6 +240,16 @@ class Eligibility:
         with self._lock:
             self._quarantine[path] = verdict
             self._scanning.discard(path)
+
+
+def _ignoring_rules() -> bool:
+    """``HERMES_IGNORE_RULES`` (``--ignore-rules``): Hermes then pins no skill into the prompt."""
+    is_truthy = hermes_function("utils", "is_truthy_value")
+    value = os.environ.get("HERMES_IGNORE_RULES")
+    try:
+        return bool(is_truthy(value)) if is_truthy else False
+    except Exception:  # noqa: BLE001
+        return False
 
 
 @contextmanager

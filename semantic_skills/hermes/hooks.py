@@ -1,16 +1,23 @@
-"""The Hermes hooks: inject the one skill a message needs, exactly once.
+"""The Hermes hooks: put the one skill a message needs in front of the model, exactly once.
 
 ``pre_gateway_dispatch`` runs on the gateway's event loop for every incoming
 chat message, before authorization. It waits at most ``route_timeout_ms`` for
-the routing worker and, when a skill fits and the session has not had it,
-rewrites the message to ``<skill block> + original text``. When the answer
-is late (or the worker is still warming up) the message passes through
-unchanged and the gateway turn is filed; ``pre_llm_call``, which runs on the
-agent's thread just before the model is called, then waits for the answer and
-adds the skill as context (Hermes appends it to the user message).
+the routing worker and, when a skill fits and the chat's record is certain the
+model does not have it yet (see dedupe.py), rewrites the message to
+``<skill block> + blank line + original text``. When the answer is late, the
+worker is warming up or the record cannot tell (after a compression that
+rotated the session, ``/resume``, a restart...), the message passes through
+unchanged and the gateway turn is filed.
 
-``pre_llm_call`` also serves the paths that never pass the gateway hook (CLI,
-TUI, cron, API server): it routes the user message itself.
+``pre_llm_call`` runs on the agent's thread just before the model is called,
+with the history Hermes is about to send. It finishes the filed gateway turns,
+and routes the messages of the paths that never pass the gateway hook (CLI,
+TUI, cron, API server) itself. Either way it adds the block as context
+(Hermes appends it to the user message) only if the history does not already
+carry it (see live.py): whatever compression, a resumed session or ``/undo``
+did, the skill is in front of the model once, and these paths need no memory
+of their own. All its waits together stay within one budget
+(:meth:`~.runtime.PluginRuntime.hook_deadline`).
 
 ``post_tool_call`` (a ``skill_manage`` call, every Hermes) and
 ``on_skill_lifecycle`` (Hermes 0.21+: a skill created, edited, installed or
@@ -23,13 +30,13 @@ from __future__ import annotations
 import logging
 
 from ..gates import is_small_talk
-from ..injection import carries_block, inject, is_injected, skill_block
+from ..injection import FULL, HINT, SkillBlock, hint_block, inject, skill_block
 from ..limits import MAX_MESSAGE_CHARS
 from ..worker.pending import result_within
 from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply
-from .dedupe import agent_session, gateway_session
 from .gateway_state import authorized, awaiting_answer
-from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
+from .live import LiveContext, add_block, covered
+from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, Deadline, PluginRuntime
 from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
 
 SKILL_MANAGE = "skill_manage"
@@ -50,7 +57,7 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
                        session_key=session_key, session_id=_peek_session_id(session_store, session_key),
                        text=text[:MAX_MESSAGE_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
-    rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text, rt.seal) else None
+    rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text) else None
     rt.turns.record(turn)
     return rewrite
 
@@ -67,40 +74,45 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
             turn.outcome = DEFERRED
         return None
     offer = rt.offer(turn.platform)
-    decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
-    reply = result_within(decision, rt.route_timeout())
+    turn.decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
+    reply = result_within(turn.decision, rt.route_timeout())
     if reply.status == TIMEOUT:
         rt.log_once(logging.INFO, f"a routing answer took longer than {rt.route_timeout() * 1000:.0f} ms; "
                                   "late skills are added just before the model call")
-        turn.outcome, turn.decision = PENDING, decision
+        turn.outcome = PENDING
         return None
-    answer = _routed_skill(rt, reply)
-    if answer and rt.injected.claim(gateway_session(turn.session_key, turn.session_id), answer["skill"]):
-        turn.outcome, turn.skill = INJECTED, answer["skill"]
-        turn.block = _block(rt, answer)
-        return {"action": "rewrite", "text": inject(text, turn.block)}
-    return None
+    block = _block(rt, _routed_skill(rt, reply))
+    if block is None:
+        return None
+    if not rt.dedupe.claim_rewrite(turn.session_key, turn.session_id, block):
+        turn.outcome = PENDING  # the chat may carry it already: pre_llm_call looks at the history
+        return None
+    turn.outcome, turn.block = INJECTED, block
+    return {"action": "rewrite", "text": inject(text, block.text)}
 
 
 def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform=None, sender_id=None,
-                 **_) -> dict | None:
-    """Return ``{"context": skill block}`` when this turn still needs its skill."""
+                 conversation_history=None, **_) -> dict | None:
+    """Return ``{"context": skill block}`` when this turn needs a skill the history does not carry."""
     if not isinstance(user_message, str) or not user_message.strip():
         return None
+    deadline = rt.hook_deadline()
     platform, sender_id = platform or "", str(sender_id or "")
     turns = rt.turns.take(platform, sender_id, session_id, user_message)
     if turns:
-        return _finish_gateway_turns(rt, turns, session_id, user_message)
-    if (rt.turns.is_gateway_session(session_id) or carries_block(user_message, rt.seal)
-            or is_small_talk(user_message)):
-        return None  # the gateway hook already decided, or the turn carries our block, or needs none
-    answer = _routed_skill(rt, _route(rt, user_message, platform))
-    return _context(rt, answer, agent_session(session_id or ""))
+        return _finish_gateway_turns(rt, turns, session_id, user_message, conversation_history, deadline)
+    if rt.turns.is_gateway_session(session_id) or is_small_talk(user_message):
+        return None  # the gateway hook already decided, or the turn needs none
+    block = _block(rt, _routed_skill(rt, _route(rt, user_message, platform, deadline)))
+    if block is None:
+        return None
+    live = _live_context(rt, conversation_history, user_message, deadline)
+    return None if covered(live.before, block) else {"context": block.text}
 
 
-def on_session_reset(rt: PluginRuntime, session_id=None, old_session_id=None, new_session_id=None, **_) -> None:
-    """Forget what the reset sessions received."""
-    rt.injected.forget_session_ids({str(s) for s in (session_id, old_session_id, new_session_id) if s})
+def on_session_reset(rt: PluginRuntime, old_session_id=None, new_session_id=None, **_) -> None:
+    """A gateway ``/new`` or ``/reset``: the chat's new session starts with an empty context."""
+    rt.dedupe.session_reset(old_session_id, new_session_id)
 
 
 def post_tool_call(rt: PluginRuntime, tool_name=None, **_) -> None:
@@ -115,47 +127,52 @@ def on_skill_lifecycle(rt: PluginRuntime, action=None, **_) -> None:
         rt.reindex()
 
 
-def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_id, user_message: str):
+def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_id, user_message: str, history,
+                          deadline: Deadline) -> dict | None:
+    """The context these gateway turns still need, given the history; refreshes their chats' records."""
+    live = _live_context(rt, history, user_message, deadline)
+    have = dict(live.before)  # what the model will read: the history, then what this turn adds
+    context: SkillBlock | None = None
     for turn in turns:
-        if turn.skill:  # file it under the session the agent really runs (new or auto-reset sessions)
-            rt.injected.claim(gateway_session(turn.session_key, session_id), turn.skill)
-        if turn.session_id is None:  # the chat's first session now has an id: drop the stand-in key
-            rt.injected.forget(gateway_session(turn.session_key, None))
-    injected = [turn for turn in turns if turn.outcome == INJECTED]
-    if injected:
-        if carries_block(user_message, rt.seal):
-            return None
-        return {"context": injected[0].block}  # another plugin's rewrite replaced ours
-    for turn in turns:
-        context = _late_context(rt, turn, gateway_session(turn.session_key, session_id))
-        if context:
-            return context
-    return None
+        if turn.outcome == INJECTED and turn.block.text in user_message:
+            add_block(have, turn.block.mode, turn.block.names)  # the rewrite reached the agent as it was
+            continue
+        block = _late_block(rt, turn, deadline) if context is None else None
+        if block is not None and not covered(have, block):
+            context = block
+            add_block(have, block.mode, block.names)
+    for name, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
+        add_block(have, mode, (name,))
+    for key in {turn.session_key for turn in turns}:
+        rt.dedupe.confirm(key, session_id, have)
+    return {"context": context.text} if context is not None else None
 
 
-def _late_context(rt: PluginRuntime, turn: GatewayTurn, session: str) -> dict | None:
-    """The context for a gateway turn whose answer came late, or that was not routed while the worker warmed up."""
+def _late_block(rt: PluginRuntime, turn: GatewayTurn, deadline: Deadline) -> SkillBlock | None:
+    """The block for a gateway turn the gateway did not rewrite (or whose rewrite another plugin replaced)."""
+    if turn.outcome == INJECTED:
+        return turn.block
     if turn.outcome == PENDING:
-        answer = _routed_skill(rt, result_within(turn.decision, rt.settings().warmup_wait_seconds))
-        return _context(rt, answer, session)
+        return _block(rt, _routed_skill(rt, result_within(turn.decision, deadline.for_answer())))
     if turn.outcome == DEFERRED:
-        return _context(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform)), session)
+        return _block(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform, deadline)))
     return None
 
 
-def _route(rt: PluginRuntime, text: str, platform: str) -> Reply:
-    """Route ``text`` from the agent's thread, waiting for a cold worker as long as the settings allow."""
+def _live_context(rt: PluginRuntime, history, user_message: str, deadline: Deadline) -> LiveContext:
+    rt.dedupe.wait_loaded(deadline.within(AGENT_ANSWER_TIMEOUT_SECONDS))  # the blocks of earlier processes
+    return LiveContext.of(history, user_message, rt.dedupe.blocks)
+
+
+def _route(rt: PluginRuntime, text: str, platform: str, deadline: Deadline) -> Reply:
+    """Route ``text`` from the agent's thread, waiting for a cold worker as long as the settings and budget allow."""
     settings = rt.settings()
+    if not rt.client.ready:
+        rt.client.wait_ready(deadline.within(settings.warmup_wait_seconds))
     rt.send_reindex()
-    offer = rt.offer(platform)
-    return rt.client.route(text, offer.exclude, AGENT_ANSWER_TIMEOUT_SECONDS, floor=settings.floor,
-                           wait_ready=settings.warmup_wait_seconds, inactive_environments=offer.inactive_environments)
-
-
-def _context(rt: PluginRuntime, answer: dict | None, session: str) -> dict | None:
-    if answer and rt.injected.claim(session, answer["skill"]):
-        return {"context": _block(rt, answer)}
-    return None
+    offer = rt.offer(platform)  # after the wait: a ready worker has said which skills are for the host to decide
+    decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
+    return result_within(decision, deadline.for_answer())
 
 
 def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
@@ -164,25 +181,43 @@ def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
         if reply.error != rt.client.status.detail:  # the worker's own state is logged by the client
             rt.log_once(logging.WARNING, f"routing failed ({reply.status}): {reply.error}")
         return None
-    skill, body = reply.data.get("skill"), reply.data.get("body")
-    return reply.data if isinstance(skill, str) and skill and isinstance(body, str) else None
+    skill = reply.data.get("skill")
+    return reply.data if isinstance(skill, str) and skill else None
 
 
-def _block(rt: PluginRuntime, answer: dict) -> str:
-    """The sealed block for a worker's answer: the same bytes on the gateway and the ``pre_llm_call`` paths.
+def _block(rt: PluginRuntime, answer: dict | None) -> SkillBlock | None:
+    """The block for a worker's answer, the same bytes on either path, recorded as the plugin's own.
 
-    Capped at ``max_skill_chars`` and at what Hermes passes on as hook context
-    unchanged, so the block is never replaced by Hermes' preview.
+    A full block is capped at ``max_skill_chars`` and at what Hermes passes
+    on as hook context unchanged, so it is never replaced by Hermes' preview.
+    An answer without a mode (an older worker) is a full one.
     """
-    return skill_block(answer["skill"], float(answer.get("score") or 0.0), answer["body"], rt.seal,
-                       rt.settings().max_skill_chars, int(answer.get("omitted") or 0), rt.block_limit())
+    if answer is None:
+        return None
+    mode = answer.get("mode") or FULL
+    if mode == HINT:
+        block = hint_block(_named(answer))
+    elif mode == FULL and isinstance(answer.get("body"), str):
+        block = skill_block(answer["skill"], answer["body"], rt.settings().max_skill_chars,
+                            int(answer.get("omitted") or 0), rt.block_limit())
+    else:
+        return None
+    rt.dedupe.remember(block)
+    return block
 
 
-def _wants_routing(text: str, seal: str) -> bool:
-    """False for what must reach Hermes untouched, already carries our block, or needs no skill."""
+def _named(answer: dict) -> list[tuple[str, str]]:
+    """The ``(name, description)`` pairs a hint answer names; at least its skill."""
+    named = [(entry["name"], entry.get("description") if isinstance(entry.get("description"), str) else "")
+             for entry in answer.get("named") or () if isinstance(entry, dict)
+             and isinstance(entry.get("name"), str) and entry["name"]]
+    return named or [(answer["skill"], "")]
+
+
+def _wants_routing(text: str) -> bool:
+    """False for what must reach Hermes untouched or needs no skill; whatever else it holds, text is routed."""
     stripped = text.lstrip()
-    return (bool(stripped) and not stripped.startswith("/") and not is_injected(stripped, seal)
-            and not is_small_talk(text))
+    return bool(stripped) and not stripped.startswith("/") and not is_small_talk(text)
 
 
 def _session_key(gateway, source) -> str | None:

@@ -4,7 +4,8 @@ Every hook call finds the runtime of the home Hermes is serving in that call
 (:func:`get_runtime`), so a gateway serving several profiles keeps each
 profile's index, settings, worker and dedupe record apart. Everything here is
 cheap to create and imports nothing heavy: routing runs in the worker process
-that :class:`~semantic_skills.worker.client.RouterClient` starts. Settings
+that :class:`~semantic_skills.worker.client.RouterClient` starts, and the
+dedupe record is read on a thread of its own. Settings
 are read again whenever ``config.yaml`` changes: the ones a message uses
 apply to the next message, and a changed index folder or embedder restarts
 the worker with them.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,35 +24,48 @@ from ..decision_log import DecisionLog
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
-from .cli_command import HERMES_COMMAND
-from .config import PluginSettings, hermes_home, index_dir, load_config, plugin_settings, state_dir
-from .dedupe import InjectedSkills
+from .capabilities import host_hook_timeout
+from .config import (
+    HERMES_COMMAND,
+    HERMES_DISTRIBUTION,
+    SETTINGS_KEY,
+    PluginSettings,
+    hermes_home,
+    index_dir,
+    load_config,
+    not_a_setting,
+    plugin_settings,
+    state_dir,
+    unknown_settings,
+)
+from .dedupe import DedupeStore
 from .eligibility import Eligibility, Offer
 from .record import record_path
-from .seal import home_seal
 from .turns import TurnLedger
 
 LOCAL_ROUTE_TIMEOUT_MS = 24  # with ~0.5 ms of hook work, keeps the hook within its 25 ms p99 target
 REMOTE_ROUTE_TIMEOUT_MS = 200
-AGENT_ANSWER_TIMEOUT_SECONDS = 5.0
+AGENT_ANSWER_TIMEOUT_SECONDS = 5.0  # a ready worker answers in milliseconds; a hung one is given up on
+HOST_TIMEOUT_SHARE = 0.5  # one hook call waits at most this share of Hermes' hook_callback_timeout
+
+DEDUPE_FILE = "dedupe.json"  # in the plugin's state folder
 
 _plugin_config: Callable[[str, Any], Any] | None = None  # Hermes' ctx.get_config, where it has one
 
 
 class PluginRuntime:
-    """Settings, the home's seal, the routing client, the dedupe store, the gateway turn ledger and the
-    decision record."""
+    """Settings, the routing client, the dedupe store, the gateway turn ledger and the decision record."""
 
     def __init__(self, home: Path):
         self.home = home
         self.log_once = OnceLogger()
-        self.seal = home_seal(home)
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
         self._block_limit = hook_context_limit()
-        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND)
-        self.injected = InjectedSkills(state_dir(home) / "dedupe.json", settings.dedupe_max_sessions,
-                                       settings.dedupe_ttl_seconds, log_once=self.log_once)
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND,
+                                   host=HERMES_DISTRIBUTION)
+        self.dedupe = DedupeStore(state_dir(home) / DEDUPE_FILE, settings.dedupe_max_sessions,
+                                  settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
         self.decisions = DecisionLog(record_path(home), settings.record_max_bytes, log_once=self.log_once)
         self.eligibility = Eligibility(home, self.config, self.log_once)
@@ -74,17 +89,20 @@ class PluginRuntime:
         settings = self._parse(config)
         self._settings_source, self._settings = config, settings
         self._block_limit = hook_context_limit()
-        self.injected.max_sessions = settings.dedupe_max_sessions
-        self.injected.ttl_seconds = settings.dedupe_ttl_seconds
+        self.dedupe.max_sessions = settings.dedupe_max_sessions
+        self.dedupe.ttl_seconds = settings.dedupe_ttl_seconds
         self.client.configure(index_dir(settings, self.home), settings.embedder)
         return settings
 
     def _parse(self, config: dict) -> PluginSettings:
+        where = self.home / "config.yaml"
+        for key, meant in unknown_settings(config):
+            self.log_once(logging.WARNING, f"{where}: {not_a_setting(key, meant)}; it is ignored")
         try:
             return plugin_settings(config, _plugin_config)
         except ConfigError as exc:
-            self.log_once(logging.WARNING, f"invalid settings under plugins.entries.semantic-skills.settings in "
-                                           f"{self.home / 'config.yaml'}: {exc}; using the defaults")
+            self.log_once(logging.WARNING, f"invalid settings under {SETTINGS_KEY} in {where}: {exc}; using the "
+                                           "defaults")
             return PluginSettings()
 
     def route_timeout(self) -> float:
@@ -93,6 +111,16 @@ class PluginRuntime:
         if not ms:
             ms = REMOTE_ROUTE_TIMEOUT_MS if self.client.status.backend == "litellm" else LOCAL_ROUTE_TIMEOUT_MS
         return ms / 1000.0
+
+    def hook_deadline(self) -> "Deadline":
+        """The time one ``pre_llm_call`` may spend waiting, all waits together.
+
+        The warm-up wait plus one answer, and never more than
+        :data:`HOST_TIMEOUT_SHARE` of the time after which Hermes abandons a
+        hook callback (and mutes it for a minute).
+        """
+        wanted = self.settings().warmup_wait_seconds + AGENT_ANSWER_TIMEOUT_SECONDS
+        return Deadline(min(wanted, HOST_TIMEOUT_SHARE * host_hook_timeout()))
 
     def block_limit(self) -> int | None:
         """The longest skill block, whichever path carries it (see :func:`hook_context_limit`)."""
@@ -123,8 +151,34 @@ class PluginRuntime:
     def close(self) -> None:
         self.closed = True
         self.client.close()
-        self.injected.close()
+        self.dedupe.close()
         self.decisions.close()
+
+
+class Deadline:
+    """The time budget of one hook call, shared by all its waits.
+
+    Each wait gets the smaller of its own limit and what is left; the waits
+    for the worker's answers also share one :data:`AGENT_ANSWER_TIMEOUT_SECONDS`
+    window, opened by the first of them: the answers are all due at once, so a
+    hung worker costs that window once, however many turns wait on it.
+    """
+
+    def __init__(self, seconds: float):
+        self.seconds = max(0.0, seconds)
+        self._end = time.monotonic() + self.seconds
+        self._answers_end: float | None = None
+
+    def within(self, limit: float) -> float:
+        """How long the next wait may take: ``limit``, or less if the budget runs out first."""
+        return max(0.0, min(limit, self._end - time.monotonic()))
+
+    def for_answer(self) -> float:
+        """How long the next wait for a routing answer may take."""
+        now = time.monotonic()
+        if self._answers_end is None:
+            self._answers_end = now + AGENT_ANSWER_TIMEOUT_SECONDS
+        return self.within(self._answers_end - now)
 
 
 def hook_context_limit() -> int | None:

@@ -6,9 +6,10 @@ import json
 
 from ..injection import cap_body
 from ..limits import MAX_QUERY_CHARS
-from ..worker.protocol import DEFAULT_SEARCH_RESULTS, INDEX_MISSING, MAX_SEARCH_RESULTS
-from .cli_command import HERMES_COMMAND
+from ..worker.protocol import DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, Reply
+from .config import HERMES_COMMAND
 from .eligibility import current_platform
+from .fallback import routing_problem, search_by_words
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
 
 NAME = "search_skills"
@@ -31,45 +32,79 @@ SCHEMA = {
     },
 }
 
-BUILD_HINT = f"build it with: {HERMES_COMMAND} build, then try again"
+PINNED_NOTE = "already in the system prompt in full (skills.auto_load): follow it there"
+WORD_SEARCH = "words"  # ``matched`` when the answer comes from the skill files' words, not semantic search
 
 
 def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
-    """The tool handler: always returns a JSON string, never raises."""
+    """The tool handler: always returns a JSON string, never raises.
+
+    When the routing worker cannot answer (no index yet, a failed worker...),
+    the skill files' names and descriptions answer instead, and ``note`` says
+    why and how to fix it.
+    """
     try:
-        query = args.get("query") if isinstance(args, dict) else None
-        if not isinstance(query, str) or not query.strip():
-            return _error("invalid_arguments", "query must be a non-empty string")
-        limit = args.get("limit", DEFAULT_SEARCH_RESULTS)
-        if isinstance(limit, bool) or not isinstance(limit, (int, float, str)):
-            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_SEARCH_RESULTS}")
-        try:
-            limit = max(1, min(MAX_SEARCH_RESULTS, int(limit)))
-        except ValueError:
-            return _error("invalid_arguments", f"limit must be an integer from 1 to {MAX_SEARCH_RESULTS}")
-        query = query.strip()[:MAX_QUERY_CHARS]
+        query, limit = _arguments(args)
+    except ValueError as exc:
+        return _error("invalid_arguments", str(exc))
+    try:
         settings = rt.settings()
         rt.client.start()
         offer = rt.offer(current_platform())
-        reply = rt.client.search(query, limit, offer.exclude, AGENT_ANSWER_TIMEOUT_SECONDS,
+        reply = rt.client.search(query, limit, offer.exclude - offer.pinned, AGENT_ANSWER_TIMEOUT_SECONDS,
                                  wait_ready=settings.warmup_wait_seconds,
                                  inactive_environments=offer.inactive_environments)
-        if reply.status == INDEX_MISSING:
-            return _error(INDEX_MISSING, f"there is no skill index yet; {BUILD_HINT}")
+        found, extra = reply.data, {}
         if not reply.ok:
-            return _error(reply.status, reply.error or f"skill search is unavailable right now; check with: "
-                                                       f"{HERMES_COMMAND} doctor")
-        return json.dumps({"query": query, "results": reply.data.get("results", []),
-                           "best": _best(reply.data.get("best"), settings.max_tool_chars)}, ensure_ascii=False)
+            found = search_by_words(rt, query, limit, offer)
+            extra = {"matched": WORD_SEARCH, "note": _why_by_words(rt, reply)}
+        results = [_marked(result, offer.pinned) for result in found.get("results", [])]
+        return json.dumps({"query": query, "results": results,
+                           "best": _best(found.get("best"), settings.max_tool_chars, offer.pinned), **extra},
+                          ensure_ascii=False)
     except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise
         return _error("error", f"search_skills failed: {type(exc).__name__}: {exc}")
 
 
-def _best(best, max_chars: int) -> dict | None:
-    """The best match with its body capped at ``max_chars`` (``truncated`` says whether it was)."""
+def _arguments(args) -> tuple[str, int]:
+    """The query and the limit; raises ValueError saying what is wrong."""
+    query = args.get("query") if isinstance(args, dict) else None
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("query must be a non-empty string")
+    limit = args.get("limit", DEFAULT_SEARCH_RESULTS)
+    wrong = f"limit must be an integer from 1 to {MAX_SEARCH_RESULTS}"
+    if isinstance(limit, bool) or not isinstance(limit, (int, float, str)):
+        raise ValueError(wrong)
+    try:
+        limit = max(1, min(MAX_SEARCH_RESULTS, int(limit)))
+    except (ValueError, OverflowError):
+        raise ValueError(wrong) from None
+    return query.strip()[:MAX_QUERY_CHARS], limit
+
+
+def _why_by_words(rt: PluginRuntime, reply: Reply) -> str:
+    """The ``note`` of an answer by words: why the worker did not answer, with the fix."""
+    reason = (reply.error or routing_problem(rt)
+              or f"the routing worker did not answer; check with: {HERMES_COMMAND} doctor")
+    return (f"semantic search is unavailable ({reason}); these skills share words with the query in their names "
+            "and descriptions")
+
+
+def _marked(result, pinned: frozenset[str]):
+    """A result, with ``already_loaded`` when the skill is pinned into the system prompt."""
+    if isinstance(result, dict) and result.get("name") in pinned:
+        return {**result, "already_loaded": True}
+    return result
+
+
+def _best(best, max_chars: int, pinned: frozenset[str]) -> dict | None:
+    """The best match with its body capped at ``max_chars`` (``truncated`` says whether it was); a pinned skill
+    is named, not repeated."""
     if not isinstance(best, dict) or not isinstance(best.get("body"), str):
         return None
     name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
+    if name in pinned:
+        return {"name": name, "already_loaded": True, "content": PINNED_NOTE, "truncated": False}
     return {"name": name, "content": cap_body(name, body, max_chars, omitted),
             "truncated": len(body) + omitted > max_chars}
 

@@ -17,9 +17,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..injection import SkillBlock
+
 INJECTED = "injected"  # the gateway rewrote the message with ``block``
 DECIDED = "decided"    # the gateway decided to inject nothing
-PENDING = "pending"    # the decision was not there in time: ``decision`` will carry it
+PENDING = "pending"    # ``decision`` carries (or will carry) the answer; pre_llm_call checks it against the history
 DEFERRED = "deferred"  # the worker was not ready: pre_llm_call routes ``text`` itself
 
 
@@ -33,8 +35,7 @@ class GatewayTurn:
     session_id: str | None  # as peeked before the message; None for a brand-new session
     text: str
     outcome: str
-    skill: str | None = None
-    block: str | None = None
+    block: SkillBlock | None = None
     decision: Future | None = None
     created: float = field(default_factory=time.monotonic)
 

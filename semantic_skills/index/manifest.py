@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..embedders.base import EmbedderIdentity
-from ..errors import IndexCorrupt, IndexMissing, command
+from ..errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
-from ..skills.parsing import Conditions, Skill, offer_conditions
+from ..skills.parsing import Conditions, Skill, offer_conditions, skill_name
 from . import MANIFEST
 
 FORMAT = "semantic-skills-index"
@@ -72,7 +72,7 @@ class SkillRecord:
     def from_dict(cls, data: dict) -> "SkillRecord":
         start, count = data["rows"]
         return cls(
-            str(data["name"]), str(data.get("folder", "")), str(data["path"]), str(data["hash"]),
+            skill_name(str(data["name"])), str(data.get("folder", "")), str(data["path"]), str(data["hash"]),
             str(data.get("category", "")), str(data.get("description", "")),
             tuple(str(p) for p in data.get("platforms", ())), tuple(str(e) for e in data.get("environments", ())),
             tuple(str(t) for t in data.get("tags", ())),
@@ -165,8 +165,23 @@ def read_manifest(index_dir: Path) -> Manifest:
     except OSError as exc:
         raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        manifest = Manifest.from_dict(json.loads(raw))
+        data = json.loads(raw)
+        _check_format_version(data, index_dir)
+        manifest = Manifest.from_dict(data)
         manifest.check_consistent()
     except (ValueError, KeyError, TypeError) as exc:
         raise IndexCorrupt(f"the index manifest {path} is corrupt ({exc}); {fix_hint(index_dir)}") from None
     return manifest
+
+
+def _check_format_version(data, index_dir: Path) -> None:
+    """Raise :class:`IndexFromAnotherRelease` for a manifest of this format written in another version of it."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("format_version") == FORMAT_VERSION:
+        return
+    version = data.get("format_version")
+    newer = isinstance(version, int) and version > FORMAT_VERSION
+    update = f"update semantic-skills to the release that built it, or {fix_hint(index_dir)}" if newer else \
+        fix_hint(index_dir)
+    raise IndexFromAnotherRelease(index_dir, f"{'a newer' if newer else 'an older'} release of semantic-skills "
+                                             f"(index format {version}; this release reads format {FORMAT_VERSION})",
+                                  update)

@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import BuildLocked, IndexCorrupt, first_line
-from ..files import Stamp, atomic_write, file_stamp, replacing
+from ..files import Stamp, atomic_write, file_stamp
 from .manifest import MANIFEST, Manifest, fix_hint, read_manifest
 
 LOCK = ".lock"
@@ -95,14 +95,15 @@ def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> Non
     manifest.check_consistent()
     final_vectors = index_dir / manifest.vectors_file
     previous = read_manifest_file_name(index_dir)
+    flat = faiss.IndexFlatIP(int(vectors.shape[1]))
+    if len(vectors):
+        flat.add(vectors)
+    # Serialised in memory and written by Python, so a full disk is an OSError (faiss' own writer raises a
+    # RuntimeError that only names it in its text).
+    data = faiss.serialize_index(flat).tobytes()
+    manifest.vectors_sha256 = hashlib.sha256(data).hexdigest()
     try:
-        flat = faiss.IndexFlatIP(int(vectors.shape[1]))
-        if len(vectors):
-            flat.add(vectors)
-        with replacing(final_vectors) as tmp:
-            faiss.write_index(flat, str(tmp))
-            with open(tmp, "rb") as fh:
-                manifest.vectors_sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+        atomic_write(final_vectors, data)
         atomic_write(index_dir / MANIFEST, _manifest_bytes(manifest.as_dict()))
     except BaseException:
         if read_manifest_file_name(index_dir) != manifest.vectors_file:
@@ -147,8 +148,7 @@ def build_lock(index_dir: Path) -> Iterator[None]:
                 f"another build (pid {holder}) is updating {index_dir}; wait for it to finish, "
                 "then run this build again"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        _record_holder(fd)
         try:
             yield
         finally:
@@ -156,6 +156,15 @@ def build_lock(index_dir: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _record_holder(fd: int) -> None:
+    """Write this process's id into the held lock file, for a second build's message; skipped on a full disk."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError:
+        pass
 
 
 def write_router_section(index_dir: Path, router: dict) -> None:

@@ -4,7 +4,10 @@ Discovery follows the agent's rules: hidden folders (``.hub/quarantine``,
 ``.git``...), dependency and virtualenv folders and a skill's own
 ``references/ templates/ assets/ scripts/`` are never searched, and of a
 root's organisation mirrors (``_org/<org id>/``) only the one named in
-``_org/.active_org`` is (none without that file).
+``_org/.active_org`` is (none without that file). A file that lies in a
+hub's quarantine is never read, however it is reached (a symlinked file or
+folder, a root inside the quarantine); a hard link cannot be told apart from
+its quarantined twin.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ EXCLUDED_DIRS = frozenset(
 )
 VENV_MARKER = "pyvenv.cfg"  # a virtualenv of any name
 SKILL_SUPPORT_DIRS = frozenset({"references", "templates", "assets", "scripts"})
+QUARANTINE = (".hub", "quarantine")  # where the agent's hub keeps skills it has not yet passed
 ORG_MIRRORS = "_org"
 ACTIVE_ORG_MARKER = ".active_org"
 EXTERNAL = "external"
@@ -194,13 +198,17 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
 
 
 def read_skill_file(path: Path) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES``.
+    """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES`` outside any quarantine.
 
     Raises :class:`SkillFileError` (or ``OSError``) otherwise. The file is
-    opened without blocking, so a FIFO named SKILL.md cannot hang the caller.
+    opened without blocking, so a FIFO named SKILL.md cannot hang the caller,
+    and where it really lies is asked of the open file, so a link swapped
+    after the check cannot lead elsewhere.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
+        if in_quarantine(_opened_path(fd, path)):
+            raise SkillFileError(f"lies in the hub's quarantine ({'/'.join(QUARANTINE)}), which is never indexed")
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise SkillFileError("not a regular file")
@@ -211,6 +219,20 @@ def read_skill_file(path: Path) -> bytes:
         return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
     finally:
         os.close(fd)
+
+
+def in_quarantine(path: str | Path) -> bool:
+    """True when ``path`` lies in a hub's quarantine: a ``.hub/quarantine`` folder anywhere on it."""
+    parts = Path(path).parts
+    return any(parts[i:i + len(QUARANTINE)] == QUARANTINE for i in range(len(parts)))
+
+
+def _opened_path(fd: int, path: Path) -> str:
+    """Where the file open as ``fd`` really lies (from /proc on Linux; else ``path`` resolved)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
 
 
 def discover_skills(

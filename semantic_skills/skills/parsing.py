@@ -13,6 +13,8 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..glyphs import one_line
+
 MAX_FIELD_NODES = 10_000  # values read from one front matter field
 MAX_NAME_CHARS = 64  # the agent's own limits: it cuts names and descriptions to these lengths
 MAX_DESCRIPTION_CHARS = 1024
@@ -50,6 +52,15 @@ class Skill:
 class SkillFileError(ValueError):
     """A SKILL.md that cannot become a skill; the message is the reason."""
 
+
+def skill_name(raw: str) -> str:
+    """The one name a skill goes by in the index, its block and everything that recognises it.
+
+    ``raw`` (its ``name:`` or folder name) is cut to ``MAX_NAME_CHARS`` as the
+    agent cuts it, then put on one line: no control, format or other invisible
+    characters (line breaks, bidi overrides, zero-width...), spaces collapsed.
+    """
+    return one_line(raw[:MAX_NAME_CHARS])
 
 
 def decode_skill_bytes(raw: bytes) -> tuple[str, list[str]]:
@@ -160,6 +171,14 @@ def _scalars(value: Any) -> list[str]:
     return found
 
 
+def _description(text: str) -> str:
+    """``text`` on one line (see :func:`one_line`), cut to ``MAX_DESCRIPTION_CHARS`` as the agent cuts it."""
+    description = one_line(text[: 2 * MAX_DESCRIPTION_CHARS])  # cleaning only shortens: twice the limit is enough
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        return description[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    return description
+
+
 def _text_value(value: Any) -> str:
     return " ".join(_scalars(value))
 
@@ -259,10 +278,10 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         front, yaml_warnings = parse_front_matter(block)
         warnings.extend(yaml_warnings)
     folder = path.parent.name
-    name = (_text_value(front.get("name")) or folder)[:MAX_NAME_CHARS]
-    description = _text_value(front.get("description")) or first_paragraph(body)
-    if len(description) > MAX_DESCRIPTION_CHARS:
-        description = description[: MAX_DESCRIPTION_CHARS - 3] + "..."
+    name = skill_name(_text_value(front.get("name"))) or skill_name(folder)
+    if not name:
+        raise SkillFileError("no name: neither its name: nor its folder's name has a visible character")
+    description = _description(_text_value(front.get("description"))) or _description(first_paragraph(body))
     try:
         relative = path.parent.relative_to(root)
         category = "/".join(relative.parts[:-1])

@@ -43,14 +43,15 @@ class RouterClient:
     holds a request longer than ``stall_seconds``, and is stopped by
     :meth:`close` (or when this process exits, because its stdin closes).
     ``cli_command`` is how the host's user runs this package's command line,
-    for the fixes that messages name. A worker that exits twice in a row is
+    for the fixes that messages name, and ``host`` the host's distribution, for
+    their install commands. A worker that exits twice in a row is
     reported as failed (requests then fail at once instead of waiting for it)
     until a restart comes up.
     """
 
     def __init__(self, index_dir: Path, embedder: EmbedderSettings = EmbedderSettings(),
                  python: str = sys.executable, restart_delays: tuple[float, ...] = RESTART_DELAYS_SECONDS,
-                 stall_seconds: float = STALL_SECONDS, cli_command: str = DEFAULT_COMMAND):
+                 stall_seconds: float = STALL_SECONDS, cli_command: str = DEFAULT_COMMAND, host: str = ""):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
         self._python = python
@@ -58,6 +59,7 @@ class RouterClient:
         self._stall_seconds = stall_seconds
         self._log_once = OnceLogger()
         self._cli_command = cli_command
+        self._host = host
         self._lock = threading.Lock()
         self.status = WorkerStatus()
         self._stop = threading.Event()
@@ -154,7 +156,8 @@ class RouterClient:
         with self._lock:
             settings = (self.index_dir, self.embedder)
         try:
-            process = launch(self._python, Startup(str(settings[0]), settings[1]), self._cli_command)
+            process = launch(self._python, Startup(str(settings[0]), settings[1]), self._cli_command,
+                             self._host)
         except OSError as exc:
             self._log_once(logging.WARNING, f"cannot start the routing worker ({exc})")
             return None

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import COMMAND_ENV, DEFAULT_COMMAND
+from ..requirements import HOST_ENV
 from .protocol import Startup
 
 PACKAGE_FOLDER = Path(__file__).resolve().parents[1]
@@ -48,19 +49,21 @@ def isolated_command(python: str, module: str, *arguments: str) -> list[str]:
     return [python, *ISOLATED, "-c", BOOTSTRAP, str(PACKAGE_FOLDER), module, *arguments]
 
 
-def launch(python: str, startup: Startup, cli_command: str = DEFAULT_COMMAND) -> subprocess.Popen:
+def launch(python: str, startup: Startup, cli_command: str = DEFAULT_COMMAND, host: str = "") -> subprocess.Popen:
     """Start the routing worker with ``startup``, its pipes open; raises OSError.
 
     It runs in this package's folder (the host's working directory may hold
     anything), so a relative index folder is made absolute first; in its own
     session so a signal meant for the host's terminal does not reach it; and
     exits when its stdin closes. ``cli_command`` is how the host's user runs
-    this package's command line; the worker's messages name it in their fixes.
+    this package's command line; the worker's messages name it in their fixes,
+    and ``host`` in their install commands (see ``requirements.install_command``).
     """
     startup = dataclasses.replace(startup, index_dir=os.path.abspath(startup.index_dir))
     return subprocess.Popen(
         isolated_command(python, "semantic_skills.worker", startup.to_json()),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=PACKAGE_FOLDER,
-        env={**os.environ, **WORKER_THREAD_LIMITS, COMMAND_ENV: cli_command}, start_new_session=True,
+        env={**os.environ, **WORKER_THREAD_LIMITS, COMMAND_ENV: cli_command, **({HOST_ENV: host} if host else {})},
+        start_new_session=True,
         close_fds=True,
     )

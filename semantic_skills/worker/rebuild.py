@@ -10,6 +10,7 @@ the rebuilt index in, as it does for ``semantic-skills build``.
 
 from __future__ import annotations
 
+import errno
 import threading
 import time
 from pathlib import Path
@@ -86,7 +87,9 @@ class Rebuilder:
         except BuildLocked:
             return False
         except Exception as exc:  # noqa: BLE001 - report it; the current index keeps serving
-            self._log("warning", f"could not re-index {self.index_dir} after a skill change: {first_line(exc)}")
+            full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+            self._log("warning", f"could not re-index {self.index_dir} after a skill change: {first_line(exc)}"
+                                 + ("; free some space (the current index keeps serving)" if full else ""))
             return True
         if report.wrote:
             counts = report.counts()

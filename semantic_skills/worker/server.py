@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import command, first_line
 from ..files import file_stamp
+from ..gates import FULL
 from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
 from ..requirements import dependency_fix
 from . import protocol
@@ -136,16 +137,19 @@ class RoutingWorker:
             return {"ok": False, "status": protocol.ERROR, "error": f"{type(exc).__name__}: {first_line(exc)}"}
 
     def _route(self, router, text: str, exclude: frozenset[str], floor: float | None, inactive) -> dict:
+        """The decision: nothing (``skill`` None), a hint (``mode`` "hint", the ``named`` skills with their
+        descriptions), or the whole skill (``mode`` "full", also its ``body`` and the ``omitted`` count)."""
         decision = router.route(text, exclude=exclude, floor=floor, inactive_environments=inactive)
-        answer = {"ok": True, "skill": None, "score": decision.score, "reason": decision.reason,
+        answer = {"ok": True, "skill": None, "mode": None, "score": decision.score, "reason": decision.reason,
                   **_gate_view(decision)}
-        if decision.skill is not None:
-            body = self._body(decision.skill.path, router.manifest.roots)
-            if body is None:
-                answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
-            else:
-                answer.update(skill=decision.skill.name, **body)
-        return answer
+        if decision.skill is None:
+            return answer
+        body = self._body(decision.skill.path, router.manifest.roots) if decision.mode == FULL else {}
+        if body is None:
+            answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
+            return answer
+        named = [{"name": c.name, "description": c.description} for c in decision.named]
+        return {**answer, "skill": decision.skill.name, "mode": decision.mode, "named": named, **body}
 
     def _search(self, router, text: str, limit: int, exclude: frozenset[str], inactive) -> dict:
         found = router.search(text, k=limit, exclude=exclude, inactive_environments=inactive)
@@ -186,11 +190,14 @@ class RoutingWorker:
 
 def _gate_view(decision) -> dict:
     """What the gate judged, for every decision (also when nothing is injected): the top skill, its
-    similarity and relative gap (None when the gate did not run) and the thresholds they were held to."""
-    features = decision.features
+    similarity, relative gap and relative margin (None when the gate did not run) and the thresholds they
+    were held to, the hint's (``threshold``, ``min_relative_gap``) and the full injection's."""
+    features, gate = decision.features, decision.gate
     return {"top": decision.candidates[0].name if decision.candidates else None,
             "similarity": _rounded(features.get("similarity")), "relative_gap": _rounded(features.get("relative_gap")),
-            "threshold": decision.floor, "min_relative_gap": decision.min_relative_gap}
+            "relative_margin": _rounded(features.get("relative_margin")),
+            "threshold": gate.floor, "min_relative_gap": gate.min_relative_gap,
+            "full_relative_gap": gate.full_relative_gap, "full_relative_margin": gate.full_relative_margin}
 
 
 def _rounded(value: float | None) -> float | None:

@@ -96,13 +96,14 @@ class FakeChatServer:
         return Handler
 
 
-def make_agent(llm: FakeChatServer, session_id: str, platform: str = "cli", user_id: str | None = None):
-    """A real Hermes ``AIAgent`` whose model is ``llm``."""
+def make_agent(llm: FakeChatServer, session_id: str, platform: str = "cli", user_id: str | None = None,
+               session_db=None):
+    """A real Hermes ``AIAgent`` whose model is ``llm`` (with ``session_db``, a gateway's session database)."""
     from run_agent import AIAgent
 
     return AIAgent(base_url=llm.base_url, api_key="sk-test", model="fake-model", quiet_mode=True,
                    skip_context_files=True, skip_memory=True, session_id=session_id, platform=platform,
-                   user_id=user_id, max_iterations=4)
+                   user_id=user_id, max_iterations=4, session_db=session_db)
 
 
 def last_user_content(request: dict) -> str:

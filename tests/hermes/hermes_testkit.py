@@ -68,6 +68,47 @@ def python_without(root: Path, hidden: tuple[str, ...]) -> Path:
     return venv / "bin"
 
 
+@dataclass
+class UserInstall:
+    """A Hermes venv of its own with the plugin installed in ``home`` the documented way."""
+
+    home: Path
+    bin: Path  # the venv's bin folder: its python and hermes
+    plugin: Path
+
+    @property
+    def hermes(self) -> Path:
+        return self.bin / "hermes"
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        """``hermes ARGS`` with this venv's Hermes on this home."""
+        return run_hermes(self.home, *args, hermes=self.hermes, timeout=timeout)
+
+
+def install_as_a_user(root: Path, source: str) -> UserInstall:
+    """``hermes plugins install SOURCE --enable`` and the after-install ``pip install -e``, into a venv under
+    ``root`` that sees this venv's packages except the plugin's own (so nothing is downloaded)."""
+    bin_dir = python_without(root, ("semantic_skills", "__editable__"))
+    user = UserInstall(root / "home", bin_dir, root / "home" / "plugins" / PLUGIN)
+    installed = user.run("plugins", "install", source, "--enable")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    pip_install_editable(user.python, user.plugin)
+    return user
+
+
+def pip_install_editable(python: Path, folder: Path) -> None:
+    """``pip install -e FOLDER`` into ``python``'s venv, as the after-install step does, without its dependencies
+    (the venv already sees them) and without the network."""
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                           "--no-build-isolation", "--no-index", "-e", str(folder)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def build_index(home: Path, *args: str) -> subprocess.CompletedProcess:
     """``semantic-skills build`` for ``home``, as a user runs it."""
     done = subprocess.run([sys.executable, "-m", "semantic_skills", "build", *args], env=subprocess_env(home),
@@ -146,6 +187,16 @@ def set_active_org(skills_dir: Path, organisation: str) -> None:
     marker.write_text(organisation + "\n", encoding="utf-8")
 
 
+def resolve_auto_load_skills(user_config=None):
+    """upstream agent/skill_commands.py:resolve_auto_load_skills (restated): ``skills.auto_load`` of the given
+    config as stripped, non-empty strings, first occurrence kept; anything but a list pins nothing."""
+    skills = user_config.get("skills") if isinstance(user_config, dict) else None
+    entries = skills.get("auto_load") if isinstance(skills, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return list(dict.fromkeys(e.strip() for e in entries if isinstance(e, str) and e.strip()))
+
+
 # --------------------------------------------------------------------------- gateway
 
 
@@ -182,7 +233,9 @@ class Gateway:
 
     The agent run is replaced by what it does before calling the model: get
     or create the session, then fire ``pre_llm_call`` with the agent's
-    arguments. ``agent_run`` may replace that with a real agent.
+    arguments and the session's history, which keeps each turn's text and, as
+    Hermes' ``api_content``, the text with the hook's context that the model
+    read. ``agent_run`` may replace that with a real agent.
     """
 
     def __init__(self, sessions_dir: Path):
@@ -202,6 +255,7 @@ class Gateway:
         runner._running_agents = {}
         runner._update_prompt_pending = {}
         self.turns: list[AgentTurn] = []
+        self.histories: dict[str, list[dict]] = {}  # session id -> its messages, as Hermes keeps them
         self.agent_run = None
 
         async def run_agent_turn(event, source, _quick_key, _run_generation):
@@ -210,11 +264,16 @@ class Gateway:
                 return await asyncio.to_thread(self.agent_run, event, source, entry.session_id)
             from hermes_cli.plugins import invoke_hook
 
+            history = self.histories.setdefault(entry.session_id, [])
+            message = {"role": "user", "content": event.text}
             results = invoke_hook("pre_llm_call", session_id=entry.session_id, task_id="t", turn_id="t",
-                                  user_message=event.text, conversation_history=[], is_first_turn=True,
-                                  model="fake-model", platform=source.platform.value,
+                                  user_message=event.text, conversation_history=[*history, message],
+                                  is_first_turn=not history, model="fake-model", platform=source.platform.value,
                                   sender_id=source.user_id or "")
             context = "\n\n".join(r["context"] for r in results if isinstance(r, dict) and r.get("context"))
+            if context:
+                message["api_content"] = f"{event.text}\n\n{context}"
+            history += [message, {"role": "assistant", "content": "ok"}]
             self.turns.append(AgentTurn(event.text, context, entry.session_id))
             return "ok"
 

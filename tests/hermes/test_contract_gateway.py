@@ -135,3 +135,71 @@ def test_a_secret_capture_module_of_another_shape_still_holds_messages_back(runt
 
     assert dispatch(runtime, gateway, SECRET) is None
     assert texts(routing_requests) == []
+
+
+# --------------------------------------------------------------------------- profiles in one gateway
+
+KITE = "One spar of my stunt kite snapped mid-flight: how do I splice in a new carbon rod?"
+KITE_SKILL = """\
+---
+name: kite-spar-repair
+description: Repair a stunt kite - splice a broken carbon spar, replace fittings, re-tension the sail.
+---
+# Kite spar repair
+
+Cut the broken rod square, slide a 10 cm carbon sleeve over both ends and epoxy it.
+""" + "Check every fitting and the bridle knots before the next flight.\n" * 40
+PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
+
+
+def test_a_multiplexing_gateway_routes_each_profile_with_its_own_settings_index_and_record(gateway, runtime,
+                                                                                           tmp_path):
+    """Upstream main's gateway/run_adapters.py runs ``_handle_message`` (which fires ``pre_gateway_dispatch``)
+    inside ``_async_profile_runtime_scope(profile_home)``, both for a secondary profile's own adapter
+    (``_make_profile_message_handler``) and for a message the default adapter routes to a profile
+    (``_make_default_profile_message_handler``); the scope sets ``hermes_constants.set_hermes_home_override``,
+    which 0.19 has too, and ``hermes_cli/plugins.py:get_plugin_manager`` keeps one plugin manager per home.
+    Here the real 0.19 ``GatewayRunner._handle_message`` runs under that override for a second home."""
+    import shutil
+
+    import hermes_constants
+
+    from semantic_skills.hermes.runtime import get_runtime
+
+    from hermes_testkit import EXAMPLE_SKILLS, WORKER_READY_SECONDS, build_index, write_settings
+    from support import write_skill
+
+    work = tmp_path / "profiles" / "work"
+    shutil.copytree(EXAMPLE_SKILLS, work / "skills")
+    write_skill(work / "skills", "outdoors/kite-spar-repair", KITE_SKILL)
+    write_settings(work, route_timeout_ms=10000, max_skill_chars=500)
+    with (work / "config.yaml").open("a") as config:
+        config.write("skills:\n  disabled: [docker-compose-debug]\n")
+    build_index(work)
+    user = gateway.new_user()
+
+    def in_work(text: str):
+        token = hermes_constants.set_hermes_home_override(str(work))
+        try:
+            return gateway.send(text, user)
+        finally:
+            hermes_constants.reset_hermes_home_override(token)
+
+    try:
+        assert get_runtime(work).client.wait_ready(WORKER_READY_SECONDS), get_runtime(work).client.status.detail
+        default_docker, default_kite, default_pdf = (gateway.send(text, user) for text in (DOCKER, KITE, PDF))
+        work_docker, work_kite, work_pdf = in_work(DOCKER), in_work(KITE), in_work(PDF)
+        work_record = get_runtime(work).dedupe
+    finally:
+        get_runtime(work).close()
+
+    delivered = lambda turn: turn.text + turn.context  # noqa: E731
+    assert '<skill-context name="docker-compose-debug"' in delivered(default_docker)
+    assert 'name="docker-compose-debug"' not in delivered(work_docker)  # disabled in the work profile only
+    assert '<skill-context name="kite-spar-repair"' in delivered(work_kite)  # only the work index has it
+    assert "kite-spar-repair" not in delivered(default_kite)
+    assert len(delivered(work_kite)) < len(KITE_SKILL)  # the work profile's max_skill_chars: 500
+    # the same chat got pdf-to-markdown in each profile: each home keeps its own "already injected" record
+    assert '<skill-context name="pdf-to-markdown"' in delivered(default_pdf)
+    assert '<skill-context name="pdf-to-markdown"' in delivered(work_pdf)
+    assert work_record is not runtime.dedupe and runtime.home != work

@@ -179,14 +179,39 @@ def test_every_capability_answers_and_0_19_lacks_only_what_it_never_had():
     assert all(isinstance(c.detail, str) and c.detail and "\n" not in c.detail for c in found.values())
     missing = {name for name, c in found.items() if not c.available}
     assert missing == {capabilities.SECRET_CAPTURE, capabilities.SKILL_LIFECYCLE, capabilities.PROJECT_SKILLS,
-                       capabilities.PLUGIN_CONFIG}
+                       capabilities.PLUGIN_CONFIG, capabilities.HOOK_TIME_LIMIT, capabilities.PINNED_SKILLS}
+    assert capabilities.hermes_version() == "0.19.0"
+
+
+def test_the_version_shown_is_the_one_hermes_reports(monkeypatch):
+    """Upstream main's hermes_cli/__init__.py serves ``__version__`` lazily (a module ``__getattr__``) from the
+    install stamp, "0.0.0" without one, while the distribution metadata says what pip installed last."""
+    import hermes_cli
+
+    monkeypatch.delattr(hermes_cli, "__version__")
+
+    def stamped(name):
+        if name == "__version__":
+            return "0.0.0"
+        raise AttributeError(name)
+
+    monkeypatch.setattr(hermes_cli, "__getattr__", stamped, raising=False)
+    assert capabilities.hermes_version() == "0.0.0"  # the metadata says 0.19.0
+
+    def unreadable(name):
+        raise OSError("install stamp unreadable")
+
+    monkeypatch.setattr(hermes_cli, "__getattr__", unreadable)
     assert capabilities.hermes_version() == "0.19.0"
 
 
 def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):
     """The names upstream main declares: VALID_HOOKS with on_skill_lifecycle, PluginContext.get_config,
-    tools.secret_capture_gateway.get_pending_for_session, _skill_should_show(..., session_platform)."""
+    tools.secret_capture_gateway.get_pending_for_session, _skill_should_show(..., session_platform),
+    hermes_cli.plugins._resolve_hook_callback_timeout() (plugins.hook_callback_timeout, 30 s by default) and
+    agent.skill_commands.resolve_auto_load_skills."""
     import agent.prompt_builder
+    import agent.skill_commands
     import hermes_cli.plugins
 
     monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) | {"on_skill_lifecycle"})
@@ -197,10 +222,15 @@ def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):
     monkeypatch.setitem(sys.modules, "tools.secret_capture_gateway", secrets)
     monkeypatch.setattr(agent.prompt_builder, "_skill_should_show",
                         lambda conditions, available_tools, available_toolsets, session_platform=None: True)
+    monkeypatch.setattr(hermes_cli.plugins, "_resolve_hook_callback_timeout", lambda: 30.0, raising=False)
+
+    monkeypatch.setattr(agent.skill_commands, "resolve_auto_load_skills", lambda user_config=None: [], raising=False)
 
     found = {c.name: c for c in capabilities.detect()}
-    for name in (capabilities.SKILL_LIFECYCLE, capabilities.PLUGIN_CONFIG, capabilities.SECRET_CAPTURE):
+    for name in (capabilities.SKILL_LIFECYCLE, capabilities.PLUGIN_CONFIG, capabilities.SECRET_CAPTURE,
+                 capabilities.HOOK_TIME_LIMIT, capabilities.PINNED_SKILLS):
         assert found[name].available, found[name]
+    assert "after 30 s" in found[capabilities.HOOK_TIME_LIMIT].detail
     assert "session_platforms" in found[capabilities.SKILL_CONDITIONS].detail
 
 
@@ -220,6 +250,6 @@ def test_register_says_in_one_line_each_what_this_hermes_lacks(runtime, tmp_path
     get_runtime(tmp_path).close()
     lines = [r for r in caplog.records if "unavailable" in r.getMessage()]
     assert sorted(r.getMessage().split(": ")[2].split(" ")[0] for r in lines) == sorted(
-        [capabilities.PLUGIN_CONFIG, capabilities.PROJECT_SKILLS, capabilities.SECRET_CAPTURE,
-         capabilities.SKILL_LIFECYCLE])
+        [capabilities.HOOK_TIME_LIMIT, capabilities.PLUGIN_CONFIG, capabilities.PROJECT_SKILLS,
+         capabilities.SECRET_CAPTURE, capabilities.SKILL_LIFECYCLE, capabilities.PINNED_SKILLS])
     assert {r.levelno for r in lines} == {logging.INFO}  # features this Hermes never had: nothing is lost

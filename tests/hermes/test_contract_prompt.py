@@ -15,20 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.hermes import _seal, prompt_stub
-from semantic_skills.hermes.seal import home_seal
+from semantic_skills.hermes import _observe_prompt_build, prompt_stub
 from semantic_skills.logs import OnceLogger
 
 LISTING = "## Skills\n<available_skills>\n  devops:\n    - docker-compose-debug\n</available_skills>"
 TOOLS = {"skill_view", "skills_list", "search_skills", "terminal"}
 AGENT = types.SimpleNamespace(valid_tool_names=TOOLS, skills_dir=Path("/home/u/.hermes/profiles/work/skills"))
-SEAL = "0123456789abcdef"
-STUB = prompt_stub.COMPACT_SKILLS_PROMPT.format(seal=SEAL)
-
-
-def sealed(arguments: dict) -> str:
-    return SEAL
-
+STUB = prompt_stub.COMPACT_SKILLS_PROMPT
 
 def main_prompt_builder() -> types.ModuleType:
     """``agent/prompt_builder.py:build_skills_system_prompt`` as upstream main declares it (4th parameter)."""
@@ -111,34 +104,31 @@ def test_the_0_21_skills_section_is_the_constant_stub(hermes_main, monkeypatch, 
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == LISTING  # the control: Hermes' listing
 
-    assert prompt_stub.install(lambda: "compact", sealed, OnceLogger()) is True
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger()) is True
 
     prompts = {sys.modules["agent.system_prompt"].skills_prompt(AGENT) for _ in range(3)}
     assert prompts == {STUB}  # byte-identical on every build
     assert "build_skills_system_prompt" not in vars(sys.modules["run_agent"])  # the compat shim stays a shim
 
 
-def test_the_stub_names_the_seal_of_the_profile_the_prompt_is_built_for(hermes_main, monkeypatch, tmp_path):
-    """upstream agent/system_prompt.py passes the agent's own skills folder as skills_dir_override (a build
-    thread may not have the profile's HERMES_HOME bound): the stub names that profile's seal, the one its
-    skill blocks carry."""
+def test_the_stub_is_the_same_bytes_for_every_profile(hermes_main, monkeypatch, tmp_path):
+    """upstream agent/system_prompt.py passes the agent's own skills folder as skills_dir_override: whichever
+    profile a prompt is built for, and whatever home this thread has bound, the stub is one constant."""
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "default"))
-    profile = tmp_path / "profiles" / "work"
-    agent = types.SimpleNamespace(valid_tool_names=TOOLS, skills_dir=profile / "skills")
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger(), _observe_prompt_build)
 
-    assert prompt_stub.install(lambda: "compact", _seal, OnceLogger())
-
-    stub = sys.modules["agent.system_prompt"].skills_prompt(agent)
-    assert stub == prompt_stub.COMPACT_SKILLS_PROMPT.format(seal=home_seal(profile))
-    assert home_seal(profile) != home_seal(tmp_path / "default")
+    stubs = {sys.modules["agent.system_prompt"].skills_prompt(
+        types.SimpleNamespace(valid_tool_names=TOOLS, skills_dir=tmp_path / home / "skills"))
+        for home in ("default", "profiles/work", "profiles/play")}
+    assert stubs == {STUB}
 
 
 def test_full_mode_hands_hermes_exactly_what_it_passed(hermes_main, monkeypatch):
     """upstream agent/prompt_builder.py:build_skills_system_prompt receives skills_dir_override unchanged."""
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
     seen = []
-    assert prompt_stub.install(lambda: "full", sealed, OnceLogger(), seen.append)
+    assert prompt_stub.install(lambda arguments: "full", OnceLogger(), seen.append)
 
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == LISTING
     assert hermes_main.calls == [AGENT.skills_dir]
@@ -154,14 +144,14 @@ def test_the_wrapper_takes_the_call_an_old_three_parameter_replacement_failed(he
     original = hermes_main.build_skills_system_prompt
 
     def old_replacement(available_tools=None, available_toolsets=None, compact_categories=None):
-        return prompt_stub.compact_skills_prompt(available_tools, SEAL)
+        return prompt_stub.compact_skills_prompt(available_tools)
 
     monkeypatch.setattr(hermes_main, "build_skills_system_prompt", old_replacement)
     with pytest.raises(TypeError, match="skills_dir_override"):  # the control
         sys.modules["agent.system_prompt"].skills_prompt(AGENT)
 
     monkeypatch.setattr(hermes_main, "build_skills_system_prompt", original)
-    assert prompt_stub.install(lambda: "compact", sealed, OnceLogger())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
@@ -173,12 +163,12 @@ def test_a_real_attribute_on_run_agent_is_replaced_too(hermes_main, monkeypatch)
     monkeypatch.setitem(sys.modules, "run_agent", run_agent)
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
 
-    assert prompt_stub.install(lambda: "compact", sealed, OnceLogger())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
 def test_a_call_that_fits_no_signature_is_left_to_hermes(hermes_main):
     """A keyword the wrapper cannot place (a newer Hermes) goes to the original unchanged: Hermes answers."""
-    assert prompt_stub.install(lambda: "compact", sealed, OnceLogger())
+    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
     with pytest.raises(TypeError):
         hermes_main.build_skills_system_prompt(available_tools=TOOLS, skill_names=frozenset({"x"}))

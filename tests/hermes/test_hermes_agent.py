@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import textwrap
@@ -12,9 +13,19 @@ import pytest
 import yaml
 
 from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
+from semantic_skills.hermes.tool import PINNED_NOTE
 
 from fake_llm import last_user_content, make_agent
-from hermes_testkit import build_index, run_hermes, set_active_org, wait_until, worker_processes
+from hermes_testkit import (
+    EXAMPLE_SKILLS,
+    WORKER_READY_SECONDS,
+    build_index,
+    resolve_auto_load_skills,
+    run_hermes,
+    set_active_org,
+    wait_until,
+    worker_processes,
+)
 from support import write_skill
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
@@ -65,7 +76,7 @@ def test_system_prompt_is_byte_identical_across_turns_sessions_and_rebuilds(llm,
     systems = {request["messages"][0]["content"] for request in requests}
     assert len(systems) == 1
     system = systems.pop()
-    assert COMPACT_SKILLS_PROMPT.format(seal=runtime.seal) in system and "<available_skills>" not in system
+    assert COMPACT_SKILLS_PROMPT in system and "<available_skills>" not in system
 
     first_turn = last_user_content(requests[0])
     assert first_turn.startswith(DOCKER + "\n\n<skill-context name=\"docker-compose-debug\"")
@@ -234,3 +245,75 @@ def test_hermes_chat_one_shot_gets_its_skill_and_leaves_no_worker(llm, hermes_ho
     orphans = lambda: {pid for pid, parent in worker_processes(hermes_home.index_dir).items()  # noqa: E731
                        if parent != os.getpid()}
     assert wait_until(lambda: not orphans(), timeout=30), orphans()
+
+
+def test_a_pinned_skill_is_never_injected_and_search_skills_says_it_is_loaded(llm, runtime, hermes_home, monkeypatch):
+    """Hermes 0.21 ``skills.auto_load`` (agent/skill_commands.py:resolve_auto_load_skills, restated in
+    test_hermes_eligibility.py) writes the skill in full into every new session's system prompt."""
+    import agent.skill_commands
+
+    monkeypatch.setattr(agent.skill_commands, "resolve_auto_load_skills", resolve_auto_load_skills, raising=False)
+    config_file = hermes_home.path / "config.yaml"
+    saved = config_file.read_text()
+    config = yaml.safe_load(saved)
+    config.setdefault("skills", {})["auto_load"] = ["pdf-to-markdown"]
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False))
+    try:
+        assert "<skill-context" not in routed_skill(llm, "pinned-pdf", PDF)
+        llm.reply_tool_call("search_skills", {"query": "turn a PDF into markdown", "limit": 2})
+        llm.reply_text("it is already loaded")
+        make_agent(llm, "pinned-search").run_conversation("Which of your skills handles documents?")
+        tool_message = [m for m in llm.chat_requests()[-1]["messages"] if m["role"] == "tool"][-1]
+        payload = json.loads(tool_message["content"])
+    finally:
+        config_file.write_text(saved)
+
+    assert payload["results"][0]["name"] == "pdf-to-markdown" and payload["results"][0]["already_loaded"] is True
+    assert not any(r.get("already_loaded") for r in payload["results"][1:])
+    assert payload["best"] == {"name": "pdf-to-markdown", "already_loaded": True, "content": PINNED_NOTE,
+                               "truncated": False}
+    assert '<skill-context name="pdf-to-markdown"' in routed_skill(llm, "unpinned-pdf", PDF)  # the control
+
+
+def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps_its_prompt(
+        llm, plugin_manager, tmp_path, monkeypatch, caplog):
+    """Plugin enabled, no index built yet: Hermes' own listing stays in the system prompt and search_skills
+    answers from the skill files. Hermes builds the prompt once per session (0.19
+    agent/conversation_loop.py:_restore_or_build_system_prompt; a fresh agent restores it from the session
+    database), so a build in mid-session changes nothing there; the next session gets the compact stub."""
+    from hermes_state import SessionDB
+
+    from semantic_skills.hermes.runtime import get_runtime
+
+    home = tmp_path / "fresh-home"
+    shutil.copytree(EXAMPLE_SKILLS, home / "skills")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    start = len(llm.chat_requests())
+    try:
+        with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+            llm.reply_tool_call("search_skills", {"query": "turn a PDF into markdown", "limit": 2})
+            llm.reply_text("pdf-to-markdown it is")
+            sessions = SessionDB(home / "state.db")
+            first = make_agent(llm, "before-build", session_db=sessions).run_conversation(PDF)
+            build_index(home)
+            assert get_runtime(home).client.wait_ready(WORKER_READY_SECONDS), get_runtime(home).client.status.detail
+            history = make_agent(llm, "before-build", session_db=sessions).run_conversation(  # the gateway's way:
+                "And keep the tables?", conversation_history=first["messages"])["messages"]  # a fresh agent
+            make_agent(llm, "after-build").run_conversation(PDF)
+    finally:
+        get_runtime(home).close()
+
+    requests = llm.chat_requests()[start:]
+    assert len(requests) == 4 and len(history) > len(first["messages"])
+    before, same_session, next_session = requests[0], requests[2], requests[3]
+    listing = before["messages"][0]["content"]
+    assert "<available_skills>" in listing and "pdf-to-markdown" in listing  # Hermes' own listing
+    tool_message = [m for m in requests[1]["messages"] if m["role"] == "tool"][-1]
+    found = json.loads(tool_message["content"])
+    assert found["matched"] == "words" and found["results"][0]["name"] == "pdf-to-markdown"
+    assert "build one with: hermes semantic-skills build" in found["note"]
+    assert same_session["messages"][0]["content"] == listing  # byte for byte, though the index now exists
+    assert "<available_skills>" not in next_session["messages"][0]["content"]
+    assert '<skill-context name="pdf-to-markdown"' in last_user_content(next_session)
+    warned = [r.getMessage() for r in caplog.records if "Hermes' own skills listing" in r.getMessage()]
+    assert len(warned) == 1 and "hermes semantic-skills build" in warned[0]

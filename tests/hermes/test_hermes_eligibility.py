@@ -3,6 +3,7 @@ contract tests (fakes shaped as upstream main declares) for what only 0.21 has."
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from semantic_skills.skills.discovery import PROJECT
 from semantic_skills.skills.parsing import parse_skill
 from semantic_skills.worker.server import gated_skills
 
-from hermes_testkit import set_active_org, wait_until
+from hermes_testkit import resolve_auto_load_skills, set_active_org, wait_until
 from support import write_skill
 
 CONDITIONED = {
@@ -98,13 +99,23 @@ def test_only_the_metadata_hermes_conditions_hide_a_skill_in_hermes(home):
 
 def test_the_doctor_counts_only_skills_with_metadata_hermes_conditions(home):
     from semantic_skills.hermes.config import PluginSettings
-    from semantic_skills.hermes.doctor import Setup
+    from semantic_skills.hermes.doctor_report import Setup
     from semantic_skills.hermes.doctor_routing import skills_check
 
     write_skills(home / "skills", {"needs-browser": CONDITIONED["needs-browser"], "plain": "",
                                    "elsewhere": "metadata:\n  openclaw:\n    requires_tools: [browser_navigate]\n"})
     check = skills_check(Setup(home, {}, PluginSettings(), home / "index", "sentence-transformers", "semantic-skills"))
     assert check.facts["offered"] == 3 and check.facts["conditional"] == 1, check.detail
+
+
+def test_the_doctor_says_what_the_agent_gets_until_the_first_build(home):
+    from semantic_skills.hermes.config import PluginSettings
+    from semantic_skills.hermes.doctor import Setup
+    from semantic_skills.hermes.doctor_routing import index_check
+
+    check = index_check(Setup(home, {}, PluginSettings(), home / "index", "sentence-transformers", "semantic-skills"))
+    assert check.status == "fail" and check.fix == "semantic-skills build"
+    assert "Hermes' own skills listing" in check.detail and "search_skills matches words" in check.detail
 
 
 def test_skills_disabled_as_a_list_in_a_string_follow_the_running_hermes(home):
@@ -246,3 +257,58 @@ def test_the_active_organisation_is_the_one_the_running_hermes_reads(home, monke
 
     assert Eligibility(home, dict, OnceLogger()).offer("", gated).exclude == {"acme-deploy"}
     assert asked == [skills]
+
+
+def test_pinned_skills_are_never_routed_and_only_where_hermes_pins_them(home, monkeypatch):
+    """upstream agent/skill_commands.py:build_auto_load_prompt loads each ``skills.auto_load`` entry by name or
+    path and skips disabled ones; agent/system_prompt.py writes them into every new session's system prompt
+    unless HERMES_IGNORE_RULES is set. Real 0.19 has no such setting: nothing is pinned there."""
+    import yaml
+
+    from semantic_skills.hermes.config import load_config
+
+    (home / "config.yaml").write_text(yaml.safe_dump({"skills": {
+        "auto_load": ["weekly-report", " weekly-report ", "ops/deploy-check", str(home / "skills/x/pdf-tool"), 7],
+        "disabled": ["deploy-check"]}}))
+    rules = Eligibility(home, lambda: load_config(home), OnceLogger())
+    assert rules.offer("", ()).pinned == frozenset() and rules.offer("", ()).exclude == {"deploy-check"}  # 0.19
+
+    import agent.skill_commands
+
+    monkeypatch.setattr(agent.skill_commands, "resolve_auto_load_skills", resolve_auto_load_skills,
+                        raising=False)
+    offer = rules.offer("", ())
+    assert offer.pinned == {"weekly-report", "pdf-tool"}  # disabled: Hermes does not load it, routing skips it anyway
+    assert offer.exclude == {"weekly-report", "pdf-tool", "deploy-check"}
+
+    monkeypatch.setenv("HERMES_IGNORE_RULES", "true")  # --ignore-rules: Hermes pins nothing
+    assert rules.offer("", ()).pinned == frozenset()
+
+
+def test_the_word_search_lists_only_skills_hermes_offers_in_every_session(home):
+    """With no index, search_skills matches words in the skill files (fallback.py): real 0.19 rules for
+    skills.disabled, platforms: and environments: (kanban is inactive here); a skill whose offer depends on the
+    session (metadata.hermes conditions, an organisation mirror) is left out rather than guessed."""
+    import json
+
+    import yaml
+
+    from semantic_skills.hermes import tool
+    from semantic_skills.hermes.runtime import PluginRuntime
+
+    other_os = "windows" if not sys.platform.startswith("win") else "linux"
+    write_skills(home / "skills", {
+        "pdf-plain": "", "pdf-disabled": "", "pdf-other-os": f"platforms: [{other_os}]\n",
+        "pdf-kanban": "environments: [kanban]\n",
+        "pdf-browser": "metadata:\n  hermes:\n    requires_tools: [browser_navigate]\n"})
+    write_skills(home / "skills" / "_org" / "acme", {"pdf-acme": ""})
+    set_active_org(home / "skills", "acme")
+    (home / "config.yaml").write_text(yaml.safe_dump({"skills": {"disabled": ["pdf-disabled"]}}))
+    rt = PluginRuntime(home)
+    try:
+        answer = json.loads(tool.search_skills(rt, {"query": "pdf skill", "limit": 10}))
+    finally:
+        rt.close()
+
+    assert answer["matched"] == "words" and [r["name"] for r in answer["results"]] == ["pdf-plain"]
+    assert answer["best"]["name"] == "pdf-plain" and answer["best"]["content"] == "# pdf-plain"

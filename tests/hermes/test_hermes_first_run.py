@@ -14,6 +14,7 @@ import pytest
 
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
+from semantic_skills.requirements import CPU_TORCH_INDEX, TORCH_FREE_COST, install_command
 
 from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, REPO, WORKER_READY_SECONDS, python_without, run_hermes
 
@@ -34,7 +35,7 @@ def bare(tmp_path_factory, plugin_checkout):
     assert installed.returncode == 0, installed.stdout + installed.stderr
     plugin = home / "plugins" / PLUGIN
     return SimpleNamespace(home=home, hermes=bin_dir / "hermes", python=bin_dir / "python", plugin=plugin,
-                           install=f"{bin_dir / 'python'} -m pip install -e {plugin}")
+                           install=f"{bin_dir / 'python'} -m pip install -e {plugin} hermes-agent")
 
 
 def bare_hermes(bare, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -96,13 +97,57 @@ def test_doctor_without_dependencies_fails_on_that_line_with_the_fix(bare):
     report = json.loads(as_json.stdout)
     checks = {check["name"]: check for check in report["checks"]}
     assert report["ok"] is False and list(checks) == CHECKS
-    assert checks["dependencies"]["status"] == "fail" and checks["dependencies"]["fix"] == FIX + bare.install
+    assert checks["dependencies"]["status"] == "fail" and checks["dependencies"]["fix"] == bare.install
+    assert checks["dependencies"]["facts"]["missing"] == ["numpy", "faiss-cpu"]
     assert checks["python"]["detail"].startswith("Hermes runs Python 3.")
     assert checks["python"]["detail"].endswith(f" at {bare.python}")
     assert checks["plugin"]["status"] == checks["settings"]["status"] == checks["skills"]["status"] == "ok"
     assert checks["index"]["status"] == checks["worker"]["status"] == "skip"
-    assert f"FAIL dependencies: not installed in {bare.python}: numpy" in as_text.stdout
-    assert f"-> fix: {FIX}{bare.install}" in as_text.stdout
+    assert checks["index"]["fix"] == checks["worker"]["fix"] == ""  # the fix is said once, on its problem's line
+    lines = as_text.stdout.splitlines()
+    assert f"FAIL dependencies: the Python that runs Hermes ({bare.python}) lacks numpy, faiss-cpu; cannot import " \
+           "bm25s (it needs numpy)" in lines
+    assert lines[lines.index(next(line for line in lines if line.startswith("FAIL dependencies"))) + 1] == \
+        f"     fix: {bare.install}"
+    fixes = [line for line in lines if line.lstrip().startswith(("fix:", "or:"))]
+    assert fixes == [f"     fix: {bare.install}"]  # once: the lines that wait for it say so without repeating it
+
+
+def test_doctor_without_pytorch_or_a_gpu_offers_the_install_without_it_beside_the_default(tmp_path):
+    python = python_without(tmp_path, ("torch", "numpy", "faiss", "semantic_skills", "__editable__")) / "python"
+    home = tmp_path / "home"
+    no_gpu, gpu = tmp_path / "no-gpu", tmp_path / "gpu"
+    no_gpu.mkdir()
+    gpu.mkdir()
+    (gpu / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")
+    (gpu / "nvidia-smi").chmod(0o755)
+    reports = {}
+    for name, tools in (("no-gpu", no_gpu), ("gpu", gpu)):
+        done = subprocess.run([str(python), "-m", "semantic_skills", "doctor", "--json"], cwd=REPO, text=True,
+                              capture_output=True, timeout=300,
+                              env={"HERMES_HOME": str(home), "PATH": f"{tools}:/usr/bin:/bin"})
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        reports[name] = json.loads(done.stdout)["checks"][1]
+
+    torch_free = install_command("onnx", python=str(python))
+    set_onnx = f"HERMES_HOME={home} hermes config set plugins.entries.semantic-skills.settings.embedder.backend onnx"
+    assert reports["no-gpu"]["detail"].endswith("; no NVIDIA GPU here, so the install without PyTorch is the "
+                                                "smaller, faster choice")
+    # the default install, whose pip check is clean, is the fix; the one without PyTorch the alternative
+    assert reports["no-gpu"]["fix"] == cpu_torch_install(python)
+    assert reports["no-gpu"]["alternative"] == f"without PyTorch ({TORCH_FREE_COST}): {torch_free} && {set_onnx}"
+    # nvidia-smi on PATH: PyTorch's CUDA build is worth its size, and stays the one way
+    assert (reports["gpu"]["fix"], reports["gpu"]["alternative"]) == (f"{python} -m pip install -e {REPO}", "")
+
+    (home / "plugins").mkdir(parents=True)
+    (home / "plugins" / PLUGIN).symlink_to(REPO, target_is_directory=True)
+    (home / "config.yaml").write_text("plugins:\n  enabled: [semantic-skills]\n")
+    loaded = subprocess.run([str(python), "-c", LOAD_AS_HERMES_DOES], text=True, capture_output=True, timeout=300,
+                            env={"HERMES_HOME": str(home), "PATH": f"{no_gpu}:/usr/bin:/bin"}, cwd=home)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    shown = json.loads(loaded.stdout.strip().splitlines()[-1])["error"]  # what /plugins and agent.log say
+    # under Hermes the install names hermes-agent, so pip keeps Hermes' pins
+    assert f"; fix: {cpu_torch_install(python)} hermes-agent (then check with: hermes semantic-skills doctor)" in shown
 
 
 def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
@@ -113,9 +158,15 @@ def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
 
     assert done.returncode == 1 and "Traceback" not in done.stderr
     dependencies = json.loads(done.stdout)["checks"][1]
-    assert dependencies["facts"]["missing"] == ["sentence_transformers"]
-    assert dependencies["fix"].startswith(f"set embedder: onnx under plugins.entries.semantic-skills.settings in "
-                                          f"{home / 'config.yaml'} (its packages are installed")
+    assert dependencies["facts"]["missing"] == ["sentence-transformers"]
+    assert dependencies["fix"] == (f"HERMES_HOME={home} hermes config set "
+                                   "plugins.entries.semantic-skills.settings.embedder.backend onnx")
+    assert dependencies["alternative"] == cpu_torch_install(python)
+
+
+def cpu_torch_install(python: Path) -> str:
+    """The default install as a machine without PyTorch and without an NVIDIA GPU gets it."""
+    return f"{python} -m pip install torch --index-url {CPU_TORCH_INDEX} && {python} -m pip install -e {REPO}"
 
 
 def test_doctor_on_a_healthy_install_is_all_green(hermes_home):

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from semantic_skills.hermes import runtime as runtime_module
-from semantic_skills.hermes.dedupe import gateway_session
+from semantic_skills.injection import NOTE_FULL, skill_block
 from semantic_skills.skills.parsing import strip_front_matter
 
 from hermes_testkit import EXAMPLE_SKILLS
@@ -16,7 +16,7 @@ DOCKER = "My postgres container keeps restarting and the web service can't conne
 DOCKER_AGAIN = "The docker compose database service restarts in a loop again and the api cannot reach it"
 UNMATCHED = "What's a good recipe for banana bread?"
 DOCKER_SKILL = "docker-compose-debug"
-OPENING = f'<skill-context name="{DOCKER_SKILL}" score="'
+OPENING = f'<skill-context name="{DOCKER_SKILL}" mode="full">'
 
 
 def docker_body() -> str:
@@ -30,7 +30,7 @@ def test_matching_message_reaches_the_agent_with_the_skill_before_the_original_t
     assert turn.text.startswith(OPENING)
     assert turn.text.endswith("</skill-context>\n\n" + DOCKER)
     assert docker_body() in turn.text
-    assert "search_skills" in turn.text
+    assert NOTE_FULL in turn.text
     assert turn.context == ""  # injected once: pre_llm_call adds nothing
 
 
@@ -44,7 +44,9 @@ def test_same_skill_is_not_injected_twice_in_a_session(gateway):
     assert first.session_id == second.session_id
 
 
-def test_new_session_id_injects_again(gateway):
+def test_a_new_session_gets_the_skill_again(gateway):
+    """An automatic reset (idle, daily) gives the chat a new session id and no hook: the gateway's record
+    cannot vouch for the new session, so the skill arrives just before the model call."""
     user = gateway.new_user()
     assert gateway.send(DOCKER, user).text.startswith(OPENING)
     old_id = gateway.session_id(user)
@@ -52,8 +54,8 @@ def test_new_session_id_injects_again(gateway):
     new_id = gateway.reset_session(user)
     again = gateway.send(DOCKER_AGAIN, user)
 
-    assert new_id != old_id
-    assert again.text.startswith(OPENING) and again.text.endswith(DOCKER_AGAIN)
+    assert new_id != old_id and again.session_id == new_id
+    assert again.text == DOCKER_AGAIN and again.context.startswith(OPENING) and docker_body() in again.context
 
 
 @pytest.mark.parametrize("text", ["thanks!", "ok 👍", "好的，谢谢", UNMATCHED])
@@ -161,26 +163,31 @@ def test_late_decision_arrives_through_pre_llm_call_exactly_once(gateway, runtim
     assert again.text == DOCKER_AGAIN and again.context == ""
 
 
-def test_injected_skills_survive_a_gateway_restart(gateway, runtime, hermes_home):
+def test_what_a_chat_holds_survives_a_clean_gateway_restart(gateway, runtime, hermes_home):
     user = gateway.new_user()
     assert gateway.send(DOCKER, user).text.startswith(OPENING)
-    session = gateway_session(gateway.session_key(user), gateway.session_id(user))
-    runtime.injected.flush()
+    key, session_id = gateway.session_key(user), gateway.session_id(user)
+    runtime.dedupe.flush(clean=True)  # what a gateway that stops saves
 
     restarted = runtime_module.PluginRuntime(hermes_home.path)  # what the next gateway process builds
     try:
-        assert not restarted.injected.claim(session, DOCKER_SKILL)  # it already has it
+        assert restarted.dedupe.wait_loaded(10)
+        assert not restarted.dedupe.claim_rewrite(key, session_id, skill_block(DOCKER_SKILL, "any version"))
+        assert restarted.dedupe.claim_rewrite(key, session_id, skill_block("pdf-to-markdown", "another skill"))
     finally:
         restarted.close()
 
 
-def test_session_reset_hook_forgets_the_session(gateway, runtime, plugin_manager):
+def test_after_new_the_skill_is_rewritten_in_at_once(gateway, plugin_manager):
+    """``/new`` fires on_session_reset with the old and the new session id: the new session is known empty."""
     user = gateway.new_user()
     gateway.send(DOCKER, user)
-    session_id = gateway.session_id(user)
-    session = gateway_session(gateway.session_key(user), session_id)
+    old_id = gateway.session_id(user)
     assert gateway.send(DOCKER_AGAIN, user).text == DOCKER_AGAIN  # the session has the skill
 
-    plugin_manager.invoke_hook("on_session_reset", session_id=session_id, platform="whatsapp")
+    new_id = gateway.reset_session(user)
+    plugin_manager.invoke_hook("on_session_reset", session_id=new_id, platform="whatsapp", reason="new_session",
+                               old_session_id=old_id, new_session_id=new_id)
 
-    assert runtime.injected.claim(session, DOCKER_SKILL)  # forgotten: it may have it again
+    again = gateway.send(DOCKER_AGAIN, user)
+    assert again.text.startswith(OPENING) and again.text.endswith(DOCKER_AGAIN) and again.context == ""

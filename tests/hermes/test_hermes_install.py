@@ -11,7 +11,17 @@ from pathlib import Path
 
 import yaml
 
-from hermes_testkit import HERMES, PLUGIN, REPO, git, run_hermes, subprocess_env
+from hermes_testkit import (
+    HERMES,
+    NO_RUNTIME_INSTALLS,
+    PLUGIN,
+    REPO,
+    UserInstall,
+    git,
+    install_as_a_user,
+    run_hermes,
+    subprocess_env,
+)
 
 HOOKS = {"pre_gateway_dispatch", "pre_llm_call", "on_session_reset"}
 
@@ -48,7 +58,7 @@ def test_plugin_manager_loads_both_hooks_and_the_tool(plugin_manager):
 
     loaded = plugin_manager._plugins[PLUGIN]
     assert loaded.enabled and loaded.error is None
-    assert loaded.manifest.source in ("user", "entrypoint")  # the entry point wins once pip-installed
+    assert loaded.manifest.source == "user"  # the folder, with its plugin.yaml: the package declares no entry point
     assert HOOKS <= set(loaded.hooks_registered)
     assert loaded.tools_registered == ["search_skills"]
     assert registry.get_entry("search_skills").toolset == "semantic_skills"
@@ -100,6 +110,31 @@ def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkou
     assert (installed / "skills_index" / "manifest.json").read_text() == "{}"
 
 
+NEW_PACKAGE = "not-a-package-anyone-installed"
+
+
+def test_an_update_runs_from_the_next_start_and_doctor_names_a_dependency_it_adds(tmp_path, plugin_checkout):
+    source = tmp_path / "source"
+    git(tmp_path, "clone", "-q", str(plugin_checkout), str(source))
+    user = install_as_a_user(tmp_path / "user", source.as_uri())
+    assert user.run(PLUGIN, "--version").stdout.strip() == "semantic-skills, version 0.1.0"
+    version_file, pyproject = source / "semantic_skills" / "__init__.py", source / "pyproject.toml"
+    version_file.write_text(version_file.read_text().replace('__version__ = "0.1.0"', '__version__ = "0.2.0"'))
+    pyproject.write_text(pyproject.read_text().replace('"click>=8.1",', f'"click>=8.1", "{NEW_PACKAGE}>=1.0",'))
+    git(source, "commit", "-qam", "release 0.2.0: a new dependency")
+
+    updated = user.run("plugins", "update", PLUGIN)
+    version = user.run(PLUGIN, "--version")
+    doctor = user.run(PLUGIN, "doctor", "--json")
+
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert version.stdout.strip() == "semantic-skills, version 0.2.0"  # live at the next start, no pip step
+    dependencies = json.loads(doctor.stdout.strip().splitlines()[-1])["checks"][1]
+    assert dependencies["status"] == "fail" and dependencies["facts"]["missing"] == [NEW_PACKAGE]
+    assert dependencies["detail"] == f"the Python that runs Hermes ({user.python}) lacks {NEW_PACKAGE}"
+    assert dependencies["fix"] == f"{user.python} -m pip install -e {user.plugin} hermes-agent"  # the pip step again
+
+
 GATEWAY_PROCESS = textwrap.dedent("""
     import json, sys
     sys.path[:0] = [{testdir!r}, {supportdir!r}]
@@ -136,3 +171,57 @@ def test_hermes_process_never_imports_the_heavy_libraries(hermes_home, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"ready": True, "injected": True, "tool": "pdf-to-markdown", "heavy": []}
+
+
+# --------------------------------------------------------------------------- removing it
+
+
+def hermes_start(user: UserInstall, llm) -> str:
+    """A one-shot ``hermes chat`` against the fake model: everything the start prints and logs."""
+    config_path = user.home / "config.yaml"
+    config = {**yaml.safe_load(config_path.read_text()), **NO_RUNTIME_INSTALLS}
+    config["model"] = {"default": "fake-model", "provider": "custom", "base_url": llm.base_url, "api_key": "sk-test"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    log = user.home / "logs" / "agent.log"
+    before = log.read_text() if log.exists() else ""
+    done = user.run("chat", "-q", "hello", "-Q", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr + log.read_text()[len(before):]
+
+
+def test_removing_the_plugin_leaves_hermes_starting_clean_and_the_rest_takes_one_command_each(tmp_path,
+                                                                                                plugin_checkout, llm):
+    user = install_as_a_user(tmp_path, plugin_checkout.as_uri())
+    assert user.run("config", "set", f"plugins.entries.{PLUGIN}.settings.threshold", "0.45").returncode == 0
+    (user.home / PLUGIN).mkdir()  # the plugin's state folder, as a routed chat leaves it
+    (user.home / PLUGIN / "dedupe.json").write_text('{"version": 2, "clean": true, "chats": [], "blocks": []}')
+    planned = user.run(PLUGIN, "uninstall", "--json")
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    commands = [step["command"] for step in json.loads(planned.stdout.strip().splitlines()[-1])]
+
+    removed = user.run("plugins", "remove", PLUGIN)
+    listed = user.run("plugins", "list", "--plain")
+    started = hermes_start(user, llm)
+
+    assert removed.returncode == listed.returncode == 0
+    assert PLUGIN not in listed.stdout, listed.stdout
+    assert "Failed to load plugin" not in started and PLUGIN not in started, started
+    hermes = f"HERMES_HOME={user.home} hermes"
+    pip, packages = commands[1].split()[:5], commands[1].split()[5:]
+    assert commands[0] == f"{hermes} plugins remove {PLUGIN}"
+    assert pip == [str(user.python), "-m", "pip", "uninstall", "-y"] and packages[0] == "semantic-skills"
+    assert {"torch", "sentence-transformers", "faiss-cpu", "bm25s"} <= set(packages)
+    assert not {"pyyaml", "packaging", "httpx", "hermes-agent", "pip"} & set(packages)  # Hermes' own stay
+    assert commands[2:] == [f"{hermes} config unset plugins.entries.{PLUGIN}",
+                            f"{hermes} config unset plugins.enabled.0", f"rm -rf {user.home / PLUGIN}"]
+
+    # The packages are this test's own venv's, lent to the user's: only the plugin's package is removed here.
+    for command in [f"{user.python} -m pip uninstall -y semantic-skills", *commands[2:]]:
+        done = subprocess.run(["bash", "-c", command], env={"PATH": f"{user.bin}:/usr/bin:/bin"}, text=True,
+                              capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, command + "\n" + done.stdout + done.stderr
+    config = yaml.safe_load((user.home / "config.yaml").read_text())
+    assert PLUGIN not in config["plugins"].get("entries", {}) and PLUGIN not in config["plugins"]["enabled"]
+    assert not (user.home / PLUGIN).exists() and not (user.bin / PLUGIN).exists()
+    assert subprocess.run([str(user.python), "-m", "pip", "show", "semantic-skills"],
+                          capture_output=True).returncode == 1

@@ -26,17 +26,18 @@ from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.errors import SemanticSkillsError
+from semantic_skills.files import atomic_write
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
-from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX
+from semantic_skills.worker.protocol import FAILED, READY, WAITING_FOR_INDEX, Startup
 
 from hermes_testkit import Gateway, wait_until
-from reliability_kit import KEY_ENV, litellm_settings, make_home
-from support import EXAMPLES, REPO, FakeEmbeddingServer, edit_manifest, vectors_path
+from reliability_kit import KEY_ENV, fill_disk, litellm_settings, make_home, small_disk
+from support import EXAMPLES, REPO, FakeEmbeddingServer, Worker, edit_manifest, vectors_path
 
 PDF = "convert this scanned PDF into markdown"
 REMOTE_DOCKER = "docker compose services keep restarting or cannot reach each other"  # close for the fake vectors
@@ -136,52 +137,101 @@ def test_the_cli_says_in_one_line_what_to_do(index_copy, corruption, command):
 # --------------------------------------------------------------------------- disk full, killed mid-build
 
 
-def test_a_full_disk_during_a_build_is_one_line_and_the_previous_index_keeps_routing(built_copy, monkeypatch,
-                                                                                    bundled_embedder):
-    import faiss
+def index_files(index_dir: Path) -> dict[str, bytes]:
+    """Every file of an index folder and its bytes, less the lock (it holds the last build's process id)."""
+    return {p.name: p.read_bytes() for p in index_dir.iterdir() if p.name != ".lock"}
 
-    examples_copy, index_copy = built_copy
-    before = (index_copy / MANIFEST).read_bytes()
-    shutil.rmtree(examples_copy / "media")
 
-    def disk_full(_index, path):
-        Path(path).write_bytes(b"FAISS")
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+@pytest.mark.parametrize("room_for", ["nothing", "the vectors only"])
+def test_a_full_disk_during_a_build_is_one_line_and_the_previous_index_keeps_routing(examples_copy, tmp_path,
+                                                                                    bundled_embedder, room_for):
+    with small_disk(tmp_path / "disk") as disk:
+        index_dir = disk / "index"
+        build_index([SkillsRoot(examples_copy)], index_dir, bundled_embedder)
+        before = index_files(index_dir)
+        fill_disk(disk, leave=vectors_path(index_dir).stat().st_size + 4096 if room_for != "nothing" else 0)
+        build = ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_dir)]
 
-    monkeypatch.setattr(faiss, "write_index", disk_full)
-    result = CliRunner().invoke(main, ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_copy)])
+        unchanged = CliRunner().invoke(main, build)  # nothing to write: a full disk is no obstacle
+        shutil.rmtree(examples_copy / "media")
+        result = CliRunner().invoke(main, build)
 
-    assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1, result.output
-    assert "No space left on device" in result.stderr and "previous index" in result.stderr
-    assert (index_copy / MANIFEST).read_bytes() == before
-    assert not [p.name for p in index_copy.iterdir() if p.name.endswith(".tmp")]
-    assert SkillRouter.open(index_copy, embedder=bundled_embedder).route(PDF).skill.name == "pdf-to-markdown"
+        assert unchanged.exit_code == 0, unchanged.output
+        assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1, result.output
+        failed = index_dir / ("vectors-" if room_for == "nothing" else MANIFEST)  # the file it could not write
+        assert f"No space left on device ({failed}" in result.stderr
+        assert result.stderr.rstrip().endswith("; free some space and run it again (the previous index is unchanged)")
+        assert index_files(index_dir) == before  # no temp file, no new vectors, the same manifest
+        router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+        assert router.route(PDF).skill.name == "pdf-to-markdown"
+        assert "image-resize" in {r.name for r in router.manifest.skills}
+
+
+def test_a_worker_rebuild_on_a_full_disk_is_logged_and_the_current_index_keeps_serving(examples_copy, tmp_path,
+                                                                                      bundled_embedder):
+    with small_disk(tmp_path / "disk") as disk:
+        index_dir = disk / "index"
+        build_index([SkillsRoot(examples_copy)], index_dir, bundled_embedder)
+        before = index_files(index_dir)
+        worker = Worker(Startup(str(index_dir)))
+        try:
+            skills = worker.wait_for_state(READY)["skills"]
+            shutil.rmtree(examples_copy / "media")
+            filler = fill_disk(disk)
+            assert worker.ask("rebuild")["ok"] is True
+            assert wait_until(lambda: worker_logs(worker, "could not re-index"), timeout=120)
+            [failed] = worker_logs(worker, "could not re-index")
+            assert "No space left on device" in failed and failed.endswith("free some space (the current index "
+                                                                          "keeps serving)")
+            assert worker.ask("route", text=PDF, exclude=[])["skill"] == "pdf-to-markdown"
+            assert index_files(index_dir) == before
+
+            filler.unlink()  # space again: the next skill change re-indexes
+            assert worker.ask("rebuild")["ok"] is True
+            assert wait_until(lambda: worker_logs(worker, "re-indexed"), timeout=120)
+            assert wait_until(lambda: ready_skills(worker) == skills - 1, timeout=30)
+        finally:
+            worker.close()
+
+
+def ready_skills(worker: Worker) -> int:
+    return [e for e in worker.events if e.get("state") == READY][-1]["skills"]
+
+
+def worker_logs(worker: Worker, start: str) -> list[str]:
+    return [e["message"] for e in worker.events if e.get("event") == "log" and e["message"].startswith(start)]
+
+
+def test_an_atomic_write_on_a_full_disk_leaves_the_old_file_and_no_temp_file(tmp_path):
+    with small_disk(tmp_path / "disk") as disk:
+        state = disk / "state.json"
+        atomic_write(state, b'{"old": true}')
+        fill_disk(disk)
+        with pytest.raises(OSError) as raised:
+            atomic_write(state, b'{"new": true}' * 1000)
+        assert raised.value.errno == errno.ENOSPC
+        assert sorted(p.name for p in disk.iterdir()) == ["filler", "state.json"]
+        assert state.read_bytes() == b'{"old": true}'
 
 
 CRASHING_BUILD = textwrap.dedent("""
     import os, sys
-    import faiss
     from semantic_skills.cli import main
 
     step = sys.argv[1]
-    real_write, real_replace = faiss.write_index, os.replace
-
-    def write_index(index, path):
-        if step == "writing the vectors":
-            with open(path, "wb") as fh:
-                fh.write(b"half a FAISS file")
-            os._exit(137)
-        real_write(index, path)
+    real_replace = os.replace
 
     def replace(source, target):
-        done_vectors = str(target).endswith(".faiss")
+        if step == "writing the vectors" and str(target).endswith(".faiss"):
+            os.truncate(source, 17)  # half a FAISS file
+            os._exit(137)
         if step == "vectors written, manifest not yet" and str(target).endswith("manifest.json"):
             os._exit(137)
         real_replace(source, target)
         if step == "manifest published, old files not yet removed" and str(target).endswith("manifest.json"):
             os._exit(137)
 
-    faiss.write_index, os.replace = write_index, replace
+    os.replace = replace
     main(sys.argv[2:])
 """)
 STEPS = ["writing the vectors", "vectors written, manifest not yet", "manifest published, old files not yet removed"]

@@ -111,7 +111,7 @@ def test_special_messages_on_the_agent_path_never_raise(plugin_env, hook_failure
     assert hook_failures() == []
     assert results[0] == results[1]
     for result in results[0]:
-        assert result["context"].startswith(OPENING) and result["context"].endswith("</skill-context>\n\n")
+        assert result["context"].startswith(OPENING) and result["context"].endswith("</skill-context>")
 
 
 # A mix of plain text, command-like starts, delimiter fragments, markdown and any code point.

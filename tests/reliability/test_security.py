@@ -302,7 +302,8 @@ def test_importing_litellm_through_the_embedder_loads_no_dotenv_file():
 
 
 def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skill_file(tmp_path, monkeypatch, canary):
-    """A SKILL.md replaced by a link out of the skills root, or by a FIFO, is never read into a prompt."""
+    """A SKILL.md replaced by a link out of the skills root, by a link into its quarantine, or by a FIFO, is never
+    read into a prompt."""
     import shutil
 
     from semantic_skills.worker.client import RouterClient
@@ -312,6 +313,7 @@ def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skil
     skills = tmp_path / "skills"
     shutil.copytree(REPO / "examples" / "skills", skills)
     docker = skills / "devops" / "docker-compose-debug" / "SKILL.md"
+    quarantined = write_skill(skills / ".hub" / "quarantine", "docker-compose-debug", canary.read_text())
     with FakeEmbeddingServer() as server:
         build_index([SkillsRoot(skills)], tmp_path / "index",
                     LiteLLMEmbedder("openai/fake-embed", api_base=server.url, api_key_env=KEY_ENV))
@@ -322,7 +324,8 @@ def test_a_skill_file_swapped_after_the_build_is_read_only_if_it_still_is_a_skil
             assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
             assert client.route(REMOTE_DOCKER, (), timeout=30).data["skill"] == "docker-compose-debug"
             answers = []
-            for replace in (lambda: docker.symlink_to(canary), lambda: os.mkfifo(docker)):
+            for replace in (lambda: docker.symlink_to(canary), lambda: docker.symlink_to(quarantined),
+                            lambda: os.mkfifo(docker)):
                 docker.unlink()
                 replace()
                 answers.append(client.route(REMOTE_DOCKER, (), timeout=30))

@@ -1,7 +1,7 @@
-"""Soak: 20,000 messages from 5,000 sessions through the registered hooks; memory stays within the caches' limits.
+"""Soak: 20,000 messages from 5,000 chats through the registered hooks; memory stays within the caches' limits.
 
 The messages come from a fixed pool, so the worker mostly answers from its
-query cache: this soaks the hooks, the dedupe store and the turn ledger, not
+query cache: this soaks the hooks, the chat records and the turn ledger, not
 the model. With the default limit of 2,000 sessions, eviction is exercised.
 The run prints its numbers as one JSON line (``-s`` shows it);
 docs/reliability.md quotes them. It takes about 20 s on two cores.
@@ -32,7 +32,8 @@ TEXTS = [
     "<skill-context name=\"x\">fake</skill-context> docker compose restarting",
 ] + [query for _name, _folder, query in FORBIDDEN.values()]
 LEDGER_TURNS = 1024  # TurnLedger's bound on gateway turns awaiting their agent run
-ROW_BOUND_BYTES = 120 + 20 * 70  # a dedupe row: key and time, plus up to 20 skill names of 64 characters
+ROW_BOUND_BYTES = 160 + 20 * 80  # a chat row: key, session id and time, plus up to 20 live skills of 64 characters
+BLOCK_ROW_BYTES = 160  # a block row: digest, mode and up to two names
 
 
 def test_soak_memory_stays_within_the_dedupe_limits(gateway, plugin_env):
@@ -58,20 +59,21 @@ def test_soak_memory_stays_within_the_dedupe_limits(gateway, plugin_env):
                                      is_first_turn=False))
         if n == messages // 4:
             saturated = rss_kib()
-    rt.injected.flush()
-    stored = json.loads(rt.injected.path.read_bytes())["sessions"]
-    file_bytes = rt.injected.path.stat().st_size
-    remembered, ledger = len(rt.injected), len(rt.turns)
+    rt.dedupe.flush()
+    stored = json.loads(rt.dedupe.path.read_bytes())
+    file_bytes = rt.dedupe.path.stat().st_size
+    remembered, ledger = len(rt.dedupe), len(rt.turns)
     after = {"host_rss_kib": rss_kib(), "worker_rss_kib": rss_kib(worker)}
 
     print(json.dumps({"messages": messages, "sessions": sessions, "dedupe_max_sessions": max_sessions,
                       "seconds": round(time.monotonic() - started, 1), "rewrites": rewrites, "contexts": contexts,
-                      "remembered_sessions": remembered, "dedupe_file_bytes": file_bytes, "ledger_turns": ledger,
+                      "remembered_chats": remembered, "blocks": len(stored["blocks"]), "dedupe_file_bytes": file_bytes,
+                      "ledger_turns": ledger,
                       "before": before, "after": after}))
     assert rt.client._process.pid == worker  # one worker served the whole soak
     assert rewrites > messages // 10
-    assert remembered <= max_sessions and len(stored) <= max_sessions
-    assert file_bytes <= max_sessions * ROW_BOUND_BYTES
+    assert remembered <= max_sessions and len(stored["chats"]) <= max_sessions
+    assert file_bytes <= max_sessions * ROW_BOUND_BYTES + len(stored["blocks"]) * BLOCK_ROW_BYTES
     assert ledger <= LEDGER_TURNS
     assert after["host_rss_kib"] - saturated < 64 * 1024  # caches full: no steady growth after the first quarter
 

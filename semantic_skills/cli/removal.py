@@ -1,0 +1,32 @@
+"""``uninstall``: print the commands that remove the plugin and all it added; it removes nothing itself."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .app import json_option, main
+
+
+@main.command()
+@json_option
+def uninstall(as_json):
+    """Print the commands that remove the plugin from this Hermes home; runs none of them.
+
+    Run it before removing anything (as `hermes semantic-skills uninstall`, so
+    it sees Hermes' own Python and home). It lists, for what is there: the
+    plugin folder (`hermes plugins remove`), the package with the dependencies
+    that nothing else installed needs, the settings and the plugin's name in
+    config.yaml, the plugin's state folder, and an index kept elsewhere.
+    """
+    from ..hermes.removal import removal_steps
+
+    steps = removal_steps()
+    if as_json:
+        click.echo(json.dumps([{"command": s.command, "removes": s.removes} for s in steps], ensure_ascii=False))
+        return
+    click.echo("# Nothing has been removed. These commands remove semantic-skills; run them in this order:")
+    for step in steps:
+        click.echo(f"{step.command}    # {step.removes}")
+    click.echo("# Then restart a running gateway (hermes gateway restart), which still has the plugin loaded.")

@@ -1,0 +1,100 @@
+"""The package stays layered: no import circles, and the rooms import one way (command line -> Hermes adapter -> core).
+
+Read from the source with ``ast``, so an import inside a function counts as much as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from support import REPO
+
+PACKAGE = REPO / "semantic_skills"
+LAUNCHER = "semantic_skills.__main__"  # ``python -m semantic_skills`` starts the command line
+ROOMS = {"semantic_skills.cli": "cli", "semantic_skills.hermes": "hermes"}
+MAY_IMPORT = {"cli": {"cli", "hermes", "core"}, "hermes": {"hermes", "core"}, "core": {"core"}}
+
+
+def module_files() -> dict[str, tuple[Path, str]]:
+    """Every module of the package: dotted name -> (file, the package its relative imports start from)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+            found[".".join(parts)] = (path, ".".join(parts))
+        else:
+            found[".".join(parts)] = (path, ".".join(parts[:-1]))
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere in its source (``from pkg import submodule`` included)."""
+    modules = module_files()
+    graph = {}
+    for name, (path, package) in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names if alias.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                origin = ".".join(base + ([node.module] if node.module else []))
+                if origin in modules:
+                    targets |= {f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
+                                for a in node.names}
+        graph[name] = targets - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (each is at least one import circle)."""
+    order, low, stack, found, counter = {}, {}, [], [], [0]
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = counter[0]
+        counter[0] += 1
+        stack.append(module)
+        for target in graph[module]:
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def room(module: str) -> str:
+    return next((name for prefix, name in ROOMS.items() if module == prefix or module.startswith(prefix + ".")),
+                "core")
+
+
+def test_the_graph_sees_relative_absolute_and_function_level_imports():
+    graph = import_graph()
+
+    assert "semantic_skills.hermes.config" in graph["semantic_skills.hermes.runtime"]  # from .config import ...
+    assert "semantic_skills.errors" in graph["semantic_skills.hermes.config"]  # from ..errors import ...
+    assert "semantic_skills.hermes.capabilities" in graph["semantic_skills.hermes"]  # from . import x, in register()
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_of_the_package_takes_part_in_an_import_circle():
+    assert circles(import_graph()) == []
+
+
+def test_the_core_knows_neither_hermes_nor_the_command_line_and_the_adapter_not_the_command_line():
+    crossings = sorted(f"{module} -> {target}" for module, targets in import_graph().items() if module != LAUNCHER
+                       for target in targets if room(target) not in MAY_IMPORT[room(module)])
+
+    assert crossings == []
