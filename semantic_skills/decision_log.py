@@ -46,9 +46,11 @@ WRITE_BATCH = 32
 class DecisionEntry:
     """One routed message: where it came from, what the router decided, and what became of it.
 
-    ``time`` is seconds since the epoch; ``gap`` is the gate's relative gap
-    and ``floor`` / ``min_gap`` the thresholds the decision was held to;
-    ``top`` is the best-ranked skill, also when nothing was injected.
+    ``time`` is seconds since the epoch; ``top`` is the best-ranked skill,
+    also when nothing was injected, and ``similarity``, ``gap`` and ``margin``
+    (the gate's relative gap and margin) what the gate saw of it. The
+    thresholds it was held to: ``floor`` and ``min_gap`` for any injection,
+    ``full_gap`` and ``full_margin`` for the whole skill.
     """
 
     time: float
@@ -61,8 +63,11 @@ class DecisionEntry:
     top: str | None = None
     similarity: float | None = None
     gap: float | None = None
+    margin: float | None = None
     floor: float | None = None
     min_gap: float | None = None
+    full_gap: float | None = None
+    full_margin: float | None = None
     latency_ms: float | None = None
     reason: str = ""
     text: str | None = None
@@ -75,8 +80,9 @@ class DecisionEntry:
             "outcome": self.outcome, "skill": _clean(self.skill, MAX_NAME_CHARS), "mode": self.mode,
             "named": [_clean(n, MAX_NAME_CHARS) for n in self.named[:MAX_NAMED]],
             "top": _clean(self.top, MAX_NAME_CHARS),
-            "similarity": _round(self.similarity), "gap": _round(self.gap), "floor": _round(self.floor),
-            "min_gap": _round(self.min_gap), "latency_ms": _round(self.latency_ms, 1),
+            "similarity": _round(self.similarity), "gap": _round(self.gap), "margin": _round(self.margin),
+            "floor": _round(self.floor), "min_gap": _round(self.min_gap), "full_gap": _round(self.full_gap),
+            "full_margin": _round(self.full_margin), "latency_ms": _round(self.latency_ms, 1),
             "reason": _clean(self.reason, MAX_REASON_CHARS),
         }
         if self.text is not None:
@@ -99,7 +105,9 @@ class DecisionEntry:
             skill=_optional_string(data, "skill"), mode=_optional_string(data, "mode"),
             named=tuple(_clean(str(n), MAX_NAME_CHARS) for n in named[:MAX_NAMED]),
             top=_optional_string(data, "top"), similarity=_number(data, "similarity"), gap=_number(data, "gap"),
-            floor=_number(data, "floor"), min_gap=_number(data, "min_gap"), latency_ms=_number(data, "latency_ms"),
+            margin=_number(data, "margin"), floor=_number(data, "floor"), min_gap=_number(data, "min_gap"),
+            full_gap=_number(data, "full_gap"), full_margin=_number(data, "full_margin"),
+            latency_ms=_number(data, "latency_ms"),
             reason=_string(data, "reason", MAX_REASON_CHARS),
             text=_text(data),
         )

@@ -27,7 +27,7 @@ from semantic_skills.hermes.config import PluginSettings
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.worker.protocol import OK, TIMEOUT, Reply
 
-GATE = {"threshold": 0.30, "min_relative_gap": 0.27}
+GATE = {"threshold": 0.38, "min_relative_gap": 0.27, "full_relative_gap": 0.31, "full_relative_margin": 0.20}
 
 
 def set_settings(home: Path, **settings) -> None:
@@ -37,7 +37,7 @@ def set_settings(home: Path, **settings) -> None:
 
 def answer(skill: str | None, **extra) -> Reply:
     data = {"ok": True, "skill": skill, "score": 0.6, "reason": "because", "top": skill or "pdf-to-markdown",
-            "similarity": 0.58, "relative_gap": 0.41, **GATE}
+            "similarity": 0.58, "relative_gap": 0.41, "relative_margin": 0.22, **GATE}
     if skill:
         data.update(body="the body", omitted=0, named=[{"name": skill, "description": "d"}])
     data.update(extra)
@@ -62,54 +62,73 @@ def test_each_kind_of_decision_is_recorded_without_the_message_text(runtime, _is
     hint = answer("commit-messages", mode="hint", named=[{"name": "commit-messages", "description": "d"},
                                                            {"name": "release-notes", "description": "d"}])
     cases = [
-        (record.GATEWAY, answer("pdf-to-markdown"), False),
-        (record.AGENT, answer("pdf-to-markdown"), True),
-        (record.GATEWAY, hint, False),
-        (record.AGENT, answer(None, similarity=0.29, reason="similarity 0.290 below the floor 0.30"), False),
-        (record.GATEWAY, Reply(TIMEOUT, error="no answer within 24 ms"), False),
+        (record.GATEWAY, answer("pdf-to-markdown"), INJECTED),
+        (record.AGENT, answer("pdf-to-markdown"), ALREADY_LIVE),
+        (record.GATEWAY, hint, INJECTED),
+        (record.AGENT, answer(None, similarity=0.29, reason="similarity 0.290 below the floor 0.30"), NOTHING),
+        (record.GATEWAY, Reply(TIMEOUT, error="no answer within 24 ms"), UNANSWERED),
+        (record.AGENT, answer("pdf-to-markdown", mode="mystery"), UNANSWERED),  # an answer the hook cannot use
     ]
-    for path, reply, live in cases:
-        record.decision(runtime, path=path, platform="telegram", reply=reply, latency_ms=12.25, live=live,
-                        text="my secret message")
+    for path, reply, outcome in cases:
+        record.decision(runtime, path=path, platform="telegram", reply=reply, outcome=outcome,
+                        started=reply.at - 0.01225, text="my secret message")
     runtime.decisions.close()
 
     entries = recorded(_isolated_hermes_home)
     assert [(e.path, e.outcome, e.skill, e.mode) for e in entries] == [
         ("gateway", INJECTED, "pdf-to-markdown", "full"), ("agent", ALREADY_LIVE, "pdf-to-markdown", "full"),
         ("gateway", INJECTED, "commit-messages", "hint"), ("agent", NOTHING, None, None),
-        ("gateway", UNANSWERED, None, None)]
+        ("gateway", UNANSWERED, None, None), ("agent", UNANSWERED, None, None)]
     assert entries[2].named == ("commit-messages", "release-notes")
-    assert (entries[3].top, entries[3].similarity, entries[3].gap, entries[3].floor, entries[3].min_gap) == (
-        "pdf-to-markdown", 0.29, 0.41, 0.30, 0.27)
+    assert (entries[3].top, entries[3].similarity, entries[3].gap, entries[3].margin) == (
+        "pdf-to-markdown", 0.29, 0.41, 0.22)
+    assert (entries[3].floor, entries[3].min_gap, entries[3].full_gap, entries[3].full_margin) == (
+        0.38, 0.27, 0.31, 0.20)
     assert entries[4].reason == "timeout: no answer within 24 ms" and entries[4].similarity is None
+    assert entries[5].top == "pdf-to-markdown"
     assert all(e.latency_ms == 12.2 and e.platform == "telegram" and e.text is None for e in entries)
     assert b"secret" not in record.record_path(_isolated_hermes_home).read_bytes()
 
 
+def decide(rt: PluginRuntime, reply: Reply | None, outcome: str = INJECTED, **extra) -> None:
+    record.decision(rt, path=record.AGENT, platform="cli", reply=reply, outcome=outcome, started=time.monotonic(),
+                    **extra)
+
+
 def test_an_answer_without_mode_from_an_older_worker_is_recorded_as_full(runtime, _isolated_hermes_home):
     old = Reply(OK, {"ok": True, "skill": "pdf-to-markdown", "score": 0.6, "reason": "r", "body": "b"})
-    record.decision(runtime, path=record.AGENT, platform="cli", reply=old, latency_ms=3.0)
+    decide(runtime, old)
     runtime.decisions.close()
 
     [entry] = recorded(_isolated_hermes_home)
     assert (entry.mode, entry.outcome, entry.similarity, entry.top) == ("full", INJECTED, None, None)
 
 
+def test_no_reply_is_recorded_with_the_reason_given(runtime, _isolated_hermes_home):
+    decide(runtime, None, UNANSWERED, reason="not decided: another message took its block")
+    runtime.decisions.close()
+
+    [entry] = recorded(_isolated_hermes_home)
+    assert (entry.outcome, entry.skill, entry.reason) == (UNANSWERED, None, "not decided: another message took "
+                                                                             "its block")
+    assert 0 <= entry.latency_ms < 1000
+
+
 def test_message_text_is_kept_only_when_the_setting_is_on(_isolated_hermes_home):
     set_settings(_isolated_hermes_home, record_message_text=True)
     rt = PluginRuntime(_isolated_hermes_home)
-    record.decision(rt, path=record.AGENT, platform="cli", reply=answer(None), latency_ms=1.0, text="x" * 5000)
+    decide(rt, answer(None), NOTHING, text="x" * 5000)
     rt.close()
 
     assert [e.text for e in recorded(_isolated_hermes_home)] == ["x" * MAX_TEXT_CHARS]
 
 
 def test_turning_the_record_off_applies_from_the_next_message(runtime, _isolated_hermes_home):
-    record.decision(runtime, path=record.AGENT, platform="cli", reply=answer("pdf-to-markdown"), latency_ms=1.0)
+    decide(runtime, answer("pdf-to-markdown"))
     set_settings(_isolated_hermes_home, record_decisions="off")
-    record.decision(runtime, path=record.AGENT, platform="cli", reply=answer("pdf-to-markdown"), latency_ms=1.0)
+    decide(runtime, answer("pdf-to-markdown"))
     set_settings(_isolated_hermes_home, record_decisions=True, record_max_bytes=100_000)
-    record.decision(runtime, path=record.AGENT, platform="cli", reply=answer("image-resize"), latency_ms=1.0)
+    decide(runtime, answer("image-resize"))
     runtime.decisions.close()
 
     assert [e.skill for e in recorded(_isolated_hermes_home)] == ["pdf-to-markdown", "image-resize"]
@@ -119,8 +138,8 @@ def test_turning_the_record_off_applies_from_the_next_message(runtime, _isolated
 def test_a_malformed_answer_is_recorded_as_far_as_it_goes_and_never_raises(runtime, _isolated_hermes_home):
     junk = Reply(OK, {"skill": ["not", "a", "name"], "similarity": "high", "relative_gap": 10**400, "named": "x",
                       "top": 7, "threshold": True, "reason": None})
-    record.decision(runtime, path=record.AGENT, platform="cli", reply=junk, latency_ms=1.0)
-    record.decision(runtime, path=record.AGENT, platform="cli", reply=None, latency_ms=1.0)  # not even a reply
+    decide(runtime, junk)
+    record.decision(runtime, path=record.AGENT, platform="cli", reply=junk, outcome=INJECTED, started="soon")
     runtime.decisions.close()
 
     [entry] = recorded(_isolated_hermes_home)
@@ -156,7 +175,7 @@ def test_a_damaged_record_neither_stops_nor_holds_up_start_and_recording_goes_on
     started = time.monotonic()
     rt = PluginRuntime(_isolated_hermes_home)
     assert time.monotonic() - started < 1.0  # the bound for start-up (nothing reads the record then)
-    record.decision(rt, path=record.AGENT, platform="cli", reply=answer("pdf-to-markdown"), latency_ms=1.0)
+    decide(rt, answer("pdf-to-markdown"))
     rt.close()
 
     found = read_record(path, PluginSettings().record_max_bytes)
@@ -170,7 +189,7 @@ def test_a_record_that_cannot_be_read_never_blocks_start(_isolated_hermes_home, 
 
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
         rt = PluginRuntime(_isolated_hermes_home)
-        record.decision(rt, path=record.AGENT, platform="cli", reply=answer(None), latency_ms=1.0)
+        decide(rt, answer(None), NOTHING)
         rt.close()
 
     assert [r.getMessage() for r in caplog.records] == [

@@ -23,9 +23,10 @@ def history(since, as_json):
     """Summarise the plugin's decision record for this Hermes home.
 
     How often a message got its skill in full, a hint or nothing; the most
-    injected skills; near misses (nothing injected, just under a threshold);
-    the slowest routes; and whether `calibrate` on your own labelled messages
-    would help, with how to run it. The record is
+    injected skills; near misses (nothing injected but just under a hint's
+    thresholds, or a hint just under the whole skill's); the slowest routes;
+    and whether `calibrate` on your own labelled messages would help, with
+    how to run it. The record is
     $HERMES_HOME/semantic-skills/decisions.jsonl (see README, Configuration:
     record_decisions, record_message_text, record_max_bytes). Run it as
     `hermes semantic-skills history` for the Hermes home (profile) Hermes uses.
@@ -98,12 +99,18 @@ def _echo_skills(summary: dict) -> None:
         click.echo("\nMost injected skills:")
         for row in summary["most_injected"]:
             click.echo(f"  {row['injected']:>6}  {row['skill']} (full {row['full']}, hint {row['hint']})")
-    misses = summary["near_misses"]
-    if misses["count"]:
-        click.echo(f"\nNear misses: {misses['count']} message(s) got nothing but fell just short of the gate:")
-        for row in misses["skills"]:
+    short_of_hint, short_of_full = summary["near_misses"]["hint"], summary["near_misses"]["full"]
+    if short_of_hint["count"]:
+        click.echo(f"\nNear misses: {short_of_hint['count']} message(s) got nothing but fell just short of a hint:")
+        for row in short_of_hint["skills"]:
             click.echo(f"  {row['count']:>6}  {row['skill']}: closest at similarity {row['similarity']:.3f} "
                        f"(floor {row['floor']:.2f}), relative gap {row['gap']:.3f} (needs {row['min_gap']:.2f})")
+    if short_of_full["count"]:
+        click.echo(f"\nNear misses: {short_of_full['count']} hint(s) fell just short of the whole skill:")
+        for row in short_of_full["skills"]:
+            click.echo(f"  {row['count']:>6}  {row['skill']}: closest at relative gap {row['gap']:.3f} "
+                       f"(needs {row['full_gap']:.2f}), relative margin {row['margin']:.3f} "
+                       f"(needs {row['full_margin']:.2f})")
 
 
 def _echo_slowest(summary: dict) -> None:

@@ -1,10 +1,11 @@
 """The decision record of a Hermes home: one line per routed message, read by ``semantic-skills history``.
 
 The hooks call :func:`decision` once per routed message, with the worker's
-reply and what became of it. The entry is queued for the runtime's
-:class:`~semantic_skills.decision_log.DecisionLog`, whose own thread appends it
-to ``HOME/semantic-skills/decisions.jsonl``: the caller never waits on the disk
-and never sees an error. Settings: ``record_decisions`` (on by default),
+reply and what became of it, on whichever path finished it (a gateway message
+the gateway hook left open is recorded by ``pre_llm_call``). The entry is
+queued for the runtime's :class:`~semantic_skills.decision_log.DecisionLog`,
+whose own thread appends it to ``HOME/semantic-skills/decisions.jsonl``: the
+caller never waits on the disk and never sees an error. Settings: ``record_decisions`` (on by default),
 ``record_message_text`` (off by default: no message text is kept unless the
 user asks) and ``record_max_bytes``; they apply from the next message.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..decision_log import ALREADY_LIVE, INJECTED, MAX_NAMED, MAX_TEXT_CHARS, NOTHING, UNANSWERED, DecisionEntry
+from ..gates import FULL
 from ..worker.protocol import Reply
 from .config import state_dir
 
@@ -34,12 +36,14 @@ def record_path(home: Path) -> Path:
     return state_dir(home) / RECORD_FILE
 
 
-def decision(rt: PluginRuntime, *, path: str, platform: str, reply: Reply, latency_ms: float,
-             live: bool = False, text: str | None = None) -> None:
-    """Record one routed message: ``reply`` is the worker's (or why there is none), ``live`` that its skill
-    is already in front of the model, ``text`` the message (kept only when ``record_message_text`` is on).
+def decision(rt: PluginRuntime, *, path: str, platform: str, reply: Reply | None, outcome: str, started: float,
+             text: str | None = None, reason: str | None = None) -> None:
+    """Record one routed message: ``reply`` is the worker's (None when none was waited for), ``outcome`` what
+    became of it (INJECTED, ALREADY_LIVE, NOTHING or UNANSWERED), ``started`` when the hook began routing it
+    (``time.monotonic()``, so the latency runs to the reply's arrival), ``text`` the message (kept only when
+    ``record_message_text`` is on) and ``reason`` why, when the reply does not say.
 
-    Returns at once; never raises.
+    Only queues the entry (the runtime's writer thread appends it); never raises.
     """
     try:
         settings = rt.settings()
@@ -47,27 +51,30 @@ def decision(rt: PluginRuntime, *, path: str, platform: str, reply: Reply, laten
             return
         rt.decisions.max_bytes = settings.record_max_bytes
         kept = text[:MAX_TEXT_CHARS] if settings.record_message_text and isinstance(text, str) else None
-        rt.decisions.append(entry_for(reply, path, platform, latency_ms, live, kept))
+        rt.decisions.append(entry_for(reply, outcome, path, platform, started, kept, reason))
     except Exception as exc:  # noqa: BLE001 - the record must never cost a message
         rt.log_once(logging.WARNING, f"could not record a routing decision ({type(exc).__name__}: {exc})")
 
 
-def entry_for(reply: Reply, path: str, platform: str, latency_ms: float, live: bool,
-              text: str | None) -> DecisionEntry:
-    """The record's entry for a worker's reply (an answer without ``mode``, from an older worker, is full)."""
-    now = time.time()
-    if not reply.ok:
-        return DecisionEntry(now, path, platform, UNANSWERED, latency_ms=latency_ms,
-                             reason=f"{reply.status}: {reply.error}", text=text)
+def entry_for(reply: Reply | None, outcome: str, path: str, platform: str, started: float, text: str | None = None,
+              reason: str | None = None) -> DecisionEntry:
+    """The record's entry for a worker's reply and its outcome (an answer without ``mode``, from an older
+    worker, is full; a skill is kept only with the outcomes that name one)."""
+    now, arrived = time.time(), reply.at if reply is not None else time.monotonic()
+    latency_ms = max(0.0, arrived - started) * 1000
+    if reply is None or not reply.ok:
+        why = reason or (f"{reply.status}: {reply.error}" if reply is not None else "")
+        return DecisionEntry(now, path, platform, UNANSWERED, latency_ms=latency_ms, reason=why, text=text)
     data = reply.data
-    skill = data.get("skill") if isinstance(data.get("skill"), str) and data.get("skill") else None
-    outcome = NOTHING if skill is None else ALREADY_LIVE if live else INJECTED
+    skill = _name(data.get("skill")) if outcome in (INJECTED, ALREADY_LIVE) else None
     return DecisionEntry(
-        now, path, platform, outcome, skill=skill, mode=(str(data.get("mode") or "full") if skill else None),
-        named=_names(data.get("named")) if skill else (), top=_name(data.get("top")),
-        similarity=_number(data.get("similarity")), gap=_number(data.get("relative_gap")),
-        floor=_number(data.get("threshold")), min_gap=_number(data.get("min_relative_gap")),
-        latency_ms=latency_ms, reason=str(data.get("reason") or ""), text=text,
+        now, path, platform, outcome if skill or outcome == UNANSWERED else NOTHING, skill=skill,
+        mode=(str(data.get("mode") or FULL) if skill else None), named=_names(data.get("named")) if skill else (),
+        top=_name(data.get("top")), similarity=_number(data.get("similarity")), gap=_number(data.get("relative_gap")),
+        margin=_number(data.get("relative_margin")), floor=_number(data.get("threshold")),
+        min_gap=_number(data.get("min_relative_gap")), full_gap=_number(data.get("full_relative_gap")),
+        full_margin=_number(data.get("full_relative_margin")), latency_ms=latency_ms,
+        reason=reason or str(data.get("reason") or ""), text=text,
     )
 
 

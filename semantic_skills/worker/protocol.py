@@ -57,6 +57,7 @@ sets (see ``skills.parsing.CONDITION_KEYS``); the host applies its own.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 
 from ..settings import EmbedderSettings
@@ -111,11 +112,13 @@ class Startup:
 
 @dataclass(frozen=True)
 class Reply:
-    """The outcome of one request: ``status`` is ``ok`` or why there is no answer."""
+    """The outcome of one request: ``status`` is ``ok`` or why there is no answer; ``at`` is when it came
+    (``time.monotonic()``: the answer's arrival, or the moment a wait gave up)."""
 
     status: str
     data: dict = field(default_factory=dict)
     error: str = ""
+    at: float = field(default_factory=time.monotonic, compare=False)
 
     @property
     def ok(self) -> bool:
