@@ -195,9 +195,12 @@ def test_removing_the_plugin_leaves_hermes_starting_clean_and_the_rest_takes_one
     assert user.run("config", "set", f"plugins.entries.{PLUGIN}.settings.threshold", "0.45").returncode == 0
     (user.home / PLUGIN).mkdir()  # the plugin's state folder, as a routed chat leaves it
     (user.home / PLUGIN / "dedupe.json").write_text('{"version": 2, "clean": true, "chats": [], "blocks": []}')
+    (user.home / PLUGIN / "decisions.jsonl").write_text("")
     planned = user.run(PLUGIN, "uninstall", "--json")
     assert planned.returncode == 0, planned.stdout + planned.stderr
-    commands = [step["command"] for step in json.loads(planned.stdout.strip().splitlines()[-1])]
+    steps = json.loads(planned.stdout.strip().splitlines()[-1])
+    commands = [step["command"] for step in steps]
+    assert "decision record" in steps[-1]["removes"]  # what the state folder holds, named
 
     removed = user.run("plugins", "remove", PLUGIN)
     listed = user.run("plugins", "list", "--plain")
