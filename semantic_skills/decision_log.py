@@ -1,7 +1,8 @@
 """A bounded, append-only record of routing decisions: one JSON object per line.
 
-Appending never blocks the caller and never raises: entries wait in a bounded
-queue (the oldest go when it is full) and a background thread appends them.
+Appending never blocks the caller and never raises: entries (or what makes
+them) wait in a bounded queue (the oldest go when it is full) and a background
+thread builds and appends them.
 The record is two files, the current one and one previous generation
 (``decisions.1.jsonl`` beside ``decisions.jsonl``): when the current one would
 grow past half of ``max_bytes`` it replaces the previous one, so both together
@@ -24,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from .logs import OnceLogger
 
@@ -113,6 +115,9 @@ class DecisionEntry:
         )
 
 
+Pending = DecisionEntry | Callable[[], DecisionEntry]  # what DecisionLog.append takes
+
+
 def previous_generation(path: Path) -> Path:
     """The previous generation of the record at ``path``: ``decisions.jsonl`` -> ``decisions.1.jsonl``."""
     return path.with_name(f"{path.stem}.1{path.suffix}")
@@ -125,7 +130,7 @@ class DecisionLog:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self._log_once = log_once or OnceLogger()
-        self._pending: collections.deque[DecisionEntry] = collections.deque(maxlen=QUEUE_LIMIT)
+        self._pending: collections.deque[Pending] = collections.deque(maxlen=QUEUE_LIMIT)
         self._wake = threading.Event()
         self._write_lock = threading.Lock()
         self._start_lock = threading.Lock()
@@ -134,8 +139,9 @@ class DecisionLog:
         self._fd: int | None = None
         self._size = 0
 
-    def append(self, entry: DecisionEntry) -> None:
-        """Queue ``entry`` for the writer thread; returns at once."""
+    def append(self, entry: Pending) -> None:
+        """Queue ``entry`` for the writer thread; returns at once. A callable is called there to make the
+        entry, so a caller on a busy thread hands over its makings and pays nothing for building it."""
         if self._closed:
             return
         self._pending.append(entry)
@@ -172,7 +178,7 @@ class DecisionLog:
             except IndexError:
                 break
             try:
-                lines.append(entry.to_line())
+                lines.append((entry() if callable(entry) else entry).to_line())
             except Exception as exc:  # noqa: BLE001 - a malformed entry is dropped, never the writer
                 self._log_once(logging.WARNING, f"dropped a malformed decision entry ({type(exc).__name__}: {exc})")
         return lines

@@ -12,6 +12,7 @@ user asks) and ``record_max_bytes``; they apply from the next message.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -43,25 +44,28 @@ def decision(rt: PluginRuntime, *, path: str, platform: str, reply: Reply | None
     (``time.monotonic()``, so the latency runs to the reply's arrival), ``text`` the message (kept only when
     ``record_message_text`` is on) and ``reason`` why, when the reply does not say.
 
-    Only queues the entry (the runtime's writer thread appends it); never raises.
+    Only hands the makings of the entry over (the settings as this hook call
+    read them, a clock reading, a queue put): the runtime's writer thread
+    builds and appends it. Never raises.
     """
     try:
-        settings = rt.settings()
+        settings = rt.current_settings
         if not settings.record_decisions:
             return
         rt.decisions.max_bytes = settings.record_max_bytes
         kept = text[:MAX_TEXT_CHARS] if settings.record_message_text and isinstance(text, str) else None
-        rt.decisions.append(entry_for(reply, outcome, path, platform, started, kept, reason))
+        latency_ms = max(0.0, (reply.at if reply is not None else time.monotonic()) - started) * 1000
+        rt.decisions.append(functools.partial(entry_for, reply, outcome, path, platform, time.time(), latency_ms,
+                                              kept, reason))
     except Exception as exc:  # noqa: BLE001 - the record must never cost a message
         rt.log_once(logging.WARNING, f"could not record a routing decision ({type(exc).__name__}: {exc})")
 
 
-def entry_for(reply: Reply | None, outcome: str, path: str, platform: str, started: float, text: str | None = None,
-              reason: str | None = None) -> DecisionEntry:
-    """The record's entry for a worker's reply and its outcome (an answer without ``mode``, from an older
-    worker, is full; a skill is kept only with the outcomes that name one)."""
-    now, arrived = time.time(), reply.at if reply is not None else time.monotonic()
-    latency_ms = max(0.0, arrived - started) * 1000
+def entry_for(reply: Reply | None, outcome: str, path: str, platform: str, now: float, latency_ms: float,
+              text: str | None = None, reason: str | None = None) -> DecisionEntry:
+    """The record's entry for a worker's reply and its outcome, decided at ``now`` (seconds since the epoch;
+    an answer without ``mode``, from an older worker, is full; a skill is kept only with the outcomes that
+    name one)."""
     if reply is None or not reply.ok:
         why = reason or (f"{reply.status}: {reply.error}" if reply is not None else "")
         return DecisionEntry(now, path, platform, UNANSWERED, latency_ms=latency_ms, reason=why, text=text)

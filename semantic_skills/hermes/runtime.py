@@ -94,6 +94,12 @@ class PluginRuntime:
         self.client.configure(index_dir(settings, self.home), settings.embedder)
         return settings
 
+    @property
+    def current_settings(self) -> PluginSettings:
+        """The settings as :meth:`settings` last read them, without looking at config.yaml again (for a hook
+        that read them at its start)."""
+        return self._settings
+
     def _parse(self, config: dict) -> PluginSettings:
         where = self.home / "config.yaml"
         for key, meant in unknown_settings(config):
