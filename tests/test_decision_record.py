@@ -86,6 +86,7 @@ def test_each_kind_of_decision_is_recorded_without_the_message_text(runtime, _is
         0.38, 0.27, 0.31, 0.20)
     assert entries[4].reason == "timeout: no answer within 24 ms" and entries[4].similarity is None
     assert entries[5].top == "pdf-to-markdown"
+    assert entries[5].reason == "an answer this plugin cannot use ('mystery' for 'pdf-to-markdown')"
     assert all(e.latency_ms == 12.2 and e.platform == "telegram" and e.text is None for e in entries)
     assert b"secret" not in record.record_path(_isolated_hermes_home).read_bytes()
 

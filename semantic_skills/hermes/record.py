@@ -2,12 +2,14 @@
 
 The hooks call :func:`decision` once per routed message, with the worker's
 reply and what became of it, on whichever path finished it (a gateway message
-the gateway hook left open is recorded by ``pre_llm_call``). The entry is
-queued for the runtime's :class:`~semantic_skills.decision_log.DecisionLog`,
-whose own thread appends it to ``HOME/semantic-skills/decisions.jsonl``: the
-caller never waits on the disk and never sees an error. Settings: ``record_decisions`` (on by default),
-``record_message_text`` (off by default: no message text is kept unless the
-user asks) and ``record_max_bytes``; they apply from the next message.
+the gateway hook left open is recorded by ``pre_llm_call``). What makes the
+entry is queued for the runtime's
+:class:`~semantic_skills.decision_log.DecisionLog`, whose own thread builds
+it and appends it to ``HOME/semantic-skills/decisions.jsonl``: the caller
+never waits on the disk and never sees an error. Settings:
+``record_decisions`` (on by default), ``record_message_text`` (off by
+default: no message text is kept unless the user asks) and
+``record_max_bytes``; they apply from the next hook call.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def entry_for(reply: Reply | None, outcome: str, path: str, platform: str, now: 
         return DecisionEntry(now, path, platform, UNANSWERED, latency_ms=latency_ms, reason=why, text=text)
     data = reply.data
     skill = _name(data.get("skill")) if outcome in (INJECTED, ALREADY_LIVE) else None
+    if outcome == UNANSWERED:  # an answer the hook could not use
+        reason = reason or f"an answer this plugin cannot use ({data.get('mode')!r} for {data.get('skill')!r})"
     return DecisionEntry(
         now, path, platform, outcome if skill or outcome == UNANSWERED else NOTHING, skill=skill,
         mode=(str(data.get("mode") or FULL) if skill else None), named=_names(data.get("named")) if skill else (),
