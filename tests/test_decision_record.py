@@ -23,7 +23,7 @@ from semantic_skills.decision_log import (
 )
 from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import record
-from semantic_skills.hermes.config import PluginSettings
+from semantic_skills.hermes.config import PluginSettings, decision_record_path
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.worker.protocol import OK, TIMEOUT, Reply
 
@@ -45,7 +45,7 @@ def answer(skill: str | None, **extra) -> Reply:
 
 
 def recorded(home: Path) -> list[DecisionEntry]:
-    return read_record(record.record_path(home), 4_000_000).entries
+    return read_record(decision_record_path(home), 4_000_000).entries
 
 
 @pytest.fixture()
@@ -88,7 +88,7 @@ def test_each_kind_of_decision_is_recorded_without_the_message_text(runtime, _is
     assert entries[5].top == "pdf-to-markdown"
     assert entries[5].reason == "an answer this plugin cannot use ('mystery' for 'pdf-to-markdown')"
     assert all(e.latency_ms == 12.2 and e.platform == "telegram" and e.text is None for e in entries)
-    assert b"secret" not in record.record_path(_isolated_hermes_home).read_bytes()
+    assert b"secret" not in decision_record_path(_isolated_hermes_home).read_bytes()
 
 
 def decide(rt: PluginRuntime, reply: Reply | None, outcome: str = INJECTED, **extra) -> None:
@@ -168,7 +168,7 @@ DAMAGED = {
 
 @pytest.mark.parametrize("damage", DAMAGED.values(), ids=DAMAGED.keys())
 def test_a_damaged_record_neither_stops_nor_holds_up_start_and_recording_goes_on(_isolated_hermes_home, damage):
-    path = record.record_path(_isolated_hermes_home)
+    path = decision_record_path(_isolated_hermes_home)
     path.parent.mkdir(parents=True)
     path.write_bytes(damage)
     with open(previous_generation(path), "wb") as fh:  # and a 61 MB previous generation
@@ -185,7 +185,7 @@ def test_a_damaged_record_neither_stops_nor_holds_up_start_and_recording_goes_on
 
 
 def test_a_record_that_cannot_be_read_never_blocks_start(_isolated_hermes_home, caplog):
-    path = record.record_path(_isolated_hermes_home)
+    path = decision_record_path(_isolated_hermes_home)
     path.parent.mkdir(parents=True)
     os.mkfifo(path)  # reading it, or writing it blindly, would block forever
 

@@ -23,6 +23,7 @@ from semantic_skills.decision_log import (
 )
 from semantic_skills.gates import FULL, HINT
 from semantic_skills.hermes import record
+from semantic_skills.hermes.config import decision_record_path
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.history import calibrate_advice, near_miss, parse_since, summarise
 
@@ -139,7 +140,7 @@ def test_history_of_a_home_with_no_record_says_so(_isolated_hermes_home):
     shown, as_json = history(), history("--json")
 
     assert shown.exit_code == as_json.exit_code == 0
-    assert shown.stdout == (f"No decisions recorded yet: {record.record_path(_isolated_hermes_home)} does not exist. "
+    assert shown.stdout == (f"No decisions recorded yet: {decision_record_path(_isolated_hermes_home)} does not exist. "
                             "Hermes records each message it routes there once the plugin is running.\n")
     summary = json.loads(as_json.stdout)
     assert summary["decisions"] == 0 and summary["files"] == [] and summary["recording"] is True
@@ -213,9 +214,9 @@ def test_history_summarises_a_record_of_real_routing_answers(recorded_home):
 
 
 def test_history_since_leaves_out_older_decisions(recorded_home):
-    entries = read_record(record.record_path(recorded_home), 4_000_000).entries
+    entries = read_record(decision_record_path(recorded_home), 4_000_000).entries
     older = [DecisionEntry(**{**e.__dict__, "time": e.time - 10 * 86400}) for e in entries]
-    path = previous_generation(record.record_path(recorded_home))
+    path = previous_generation(decision_record_path(recorded_home))
     path.write_bytes(b"".join(e.to_line() for e in older))
     try:
         everything = json.loads(history("--json").stdout)
@@ -237,7 +238,7 @@ def test_history_rejects_a_since_it_cannot_read_in_one_line(recorded_home):
 
 
 def test_history_skips_damaged_lines_and_says_how_many(recorded_home):
-    path = record.record_path(recorded_home)
+    path = decision_record_path(recorded_home)
     kept = path.read_bytes()
     path.write_bytes(b"[" * 200_000 + b"\n" + kept + bytes(range(11, 256)) + b"\n")
     try:

@@ -43,9 +43,8 @@ def skills_roots() -> list[SkillsRoot]:
 
 def decision_record() -> Path:
     """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
-    from ..hermes.record import record_path
-
-    return record_path(_hermes_config().hermes_home())
+    hermes_config = _hermes_config()
+    return hermes_config.decision_record_path(hermes_config.hermes_home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:

@@ -36,6 +36,7 @@ HERMES_DISTRIBUTION = "hermes-agent"  # named in install commands, so pip keeps 
 ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yaml, as `hermes config set` names it
 SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
+DECISION_RECORD_FILE = "decisions.jsonl"  # in the plugin's state folder
 PROMPT_MODES = ("compact", "full")
 
 
@@ -101,6 +102,11 @@ def state_dir(home: Path) -> Path:
     """The plugin's own files in a Hermes home: the dedupe record, the decision record (and, by default, the
     index)."""
     return Path(home) / PLUGIN_NAME
+
+
+def decision_record_path(home: Path) -> Path:
+    """Where the decision record of ``home`` lives (its previous generation sits beside it)."""
+    return state_dir(home) / DECISION_RECORD_FILE
 
 
 # --------------------------------------------------------------------------- pure functions of the config

@@ -18,25 +18,17 @@ import functools
 import logging
 import math
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..decision_log import ALREADY_LIVE, INJECTED, MAX_NAMED, MAX_TEXT_CHARS, NOTHING, UNANSWERED, DecisionEntry
 from ..gates import FULL
 from ..worker.protocol import Reply
-from .config import state_dir
 
 if TYPE_CHECKING:
     from .runtime import PluginRuntime
 
-RECORD_FILE = "decisions.jsonl"
 GATEWAY = "gateway"  # decided by pre_gateway_dispatch, on the gateway's event loop
 AGENT = "agent"      # decided by pre_llm_call, on the agent's thread
-
-
-def record_path(home: Path) -> Path:
-    """Where the decision record of ``home`` lives (its previous generation sits beside it)."""
-    return state_dir(home) / RECORD_FILE
 
 
 def decision(rt: PluginRuntime, *, path: str, platform: str, reply: Reply | None, outcome: str, started: float,

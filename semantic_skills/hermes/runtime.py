@@ -30,6 +30,7 @@ from .config import (
     HERMES_DISTRIBUTION,
     SETTINGS_KEY,
     PluginSettings,
+    decision_record_path,
     hermes_home,
     index_dir,
     load_config,
@@ -40,7 +41,6 @@ from .config import (
 )
 from .dedupe import DedupeStore
 from .eligibility import Eligibility, Offer
-from .record import record_path
 from .turns import TurnLedger
 
 LOCAL_ROUTE_TIMEOUT_MS = 24  # with ~0.5 ms of hook work, keeps the hook within its 25 ms p99 target
@@ -67,7 +67,7 @@ class PluginRuntime:
         self.dedupe = DedupeStore(state_dir(home) / DEDUPE_FILE, settings.dedupe_max_sessions,
                                   settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
-        self.decisions = DecisionLog(record_path(home), settings.record_max_bytes, log_once=self.log_once)
+        self.decisions = DecisionLog(decision_record_path(home), settings.record_max_bytes, log_once=self.log_once)
         self.eligibility = Eligibility(home, self.config, self.log_once)
         self._reindex_wanted = False
         self.closed = False

@@ -75,9 +75,9 @@ def test_hermes_semantic_skills_command_runs_the_plugin_cli(hermes_home):
 
 def test_hermes_semantic_skills_history_reads_this_homes_decision_record(hermes_home):
     from semantic_skills.decision_log import INJECTED, DecisionEntry, DecisionLog
-    from semantic_skills.hermes.record import record_path
+    from semantic_skills.hermes.config import decision_record_path
 
-    log = DecisionLog(record_path(hermes_home.path), 4_000_000)
+    log = DecisionLog(decision_record_path(hermes_home.path), 4_000_000)
     for n in range(3):
         log.append(DecisionEntry(time.time(), "gateway", "whatsapp", INJECTED, skill="history-probe", mode="full",
                                  latency_ms=10.0 + n))
@@ -87,7 +87,7 @@ def test_hermes_semantic_skills_history_reads_this_homes_decision_record(hermes_
 
     assert as_json.returncode == as_text.returncode == 0, as_json.stderr + as_text.stderr
     summary = json.loads(as_json.stdout)
-    assert summary["record"] == str(record_path(hermes_home.path))
+    assert summary["record"] == str(decision_record_path(hermes_home.path))
     assert {"skill": "history-probe", "injected": 3, "full": 3, "hint": 0} in summary["most_injected"]
     assert "history-probe (full 3, hint 0)" in as_text.stdout
 

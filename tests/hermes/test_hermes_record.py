@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from semantic_skills.decision_log import ALREADY_LIVE, INJECTED, NOTHING, UNANSWERED, read_record
-from semantic_skills.hermes.record import record_path
+from semantic_skills.hermes.config import decision_record_path
 
 from fake_llm import make_agent
 from hermes_testkit import EXAMPLE_SKILLS, run_hermes, wait_until, write_settings
@@ -29,7 +29,7 @@ DOCKER_SKILL = "docker-compose-debug"
 def recorded(runtime):
     """The entries the runtime records from now on (the session's home keeps one record for every test)."""
     runtime.decisions.flush()
-    path = record_path(runtime.home)
+    path = decision_record_path(runtime.home)
     before = len(read_record(path, runtime.settings().record_max_bytes).entries)
 
     def since_start():
@@ -59,7 +59,7 @@ def test_each_routed_gateway_message_is_recorded_once_by_the_hook_that_decided_i
     assert entries[2].named == ("secret-scan", "release-notes") and entries[2].margin < entries[2].full_margin
     assert entries[3].top and entries[3].similarity < entries[3].floor and "below the floor" in entries[3].reason
     assert all(e.text is None and 0 <= e.latency_ms < 10_000 for e in entries)
-    kept = record_path(runtime.home).read_text(encoding="utf-8")
+    kept = decision_record_path(runtime.home).read_text(encoding="utf-8")
     assert not any(text in kept for text in (DOCKER, DOCKER_AGAIN, CLOSE_CALL, UNMATCHED))
 
 
@@ -120,7 +120,7 @@ def test_a_home_without_an_index_records_its_gateway_messages_as_unanswered(gate
         unindexed.close()
 
     assert turn.text == DOCKER and turn.context == ""
-    [entry] = read_record(record_path(home), 4_000_000).entries
+    [entry] = read_record(decision_record_path(home), 4_000_000).entries
     assert (entry.path, entry.outcome, entry.skill) == ("gateway", UNANSWERED, None)
     assert entry.reason.startswith("index_missing: ")
 
