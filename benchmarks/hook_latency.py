@@ -1,7 +1,7 @@
 """The gateway hook end to end on Hermes' real ``GatewayRunner``, with a loop-lag probe on the same loop.
 
     python benchmarks/hook_latency.py [--corpora DIR] [--dev DIR] [--messages 300]
-                                      [--generated N] [--embedder sentence-transformers|onnx]
+                                      [--generated N] [--embedder sentence-transformers|onnx] [--record on|off]
 
 The index holds the ~870 real skills of the corpora and both dev sets (or
 ``--generated N`` skills made from the corpora) plus a writable folder with
@@ -36,7 +36,10 @@ session-store and status-file writes included; ``plugin_share_of_longest_lag``
 is the fraction of the longest stall during which a stack sampler found the
 loop thread inside the plugin's code.
 ``late`` counts messages whose answer missed the hook's budget (their skill
-goes through ``pre_llm_call``). ``config_reread_ms`` is what the first hook
+goes through ``pre_llm_call``). ``record_on_loop_ms`` times the
+``record.decision`` calls made on the loop (part of ``hook_ms``; ``--record
+off`` turns the decision record off), and ``decision_record`` counts what the
+record holds at the end. ``config_reread_ms`` is what the first hook
 call after an edit of config.yaml spends reading it again. RSS of the Hermes-side process (before the
 plugin loads and at the end) and of the worker after warm-up are included.
 Prints one JSON line.
@@ -67,6 +70,8 @@ def parse_args():
                         help="Index this many skills generated from the corpora instead of the real ones.")
     parser.add_argument("--messages", type=int, default=300, help="Messages in each of hermes_only and steady.")
     parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "onnx"])
+    parser.add_argument("--record", default="on", choices=["on", "off"],
+                        help="The decision record (the record_decisions setting); on by default, as for users.")
     parser.add_argument("--work-dir", type=Path, default=common.DEFAULT_WORK_DIR)
     return parser.parse_args()
 
@@ -119,7 +124,8 @@ def prepare(args) -> tuple[Path, list[Path], Path]:
     home = Path(tempfile.mkdtemp(prefix="hook-bench-home-"))
     (home / "plugins").mkdir()
     (home / "plugins" / "semantic-skills").symlink_to(common.REPO, target_is_directory=True)
-    settings = {"index_dir": str(index_dir), "embedder": {"backend": args.embedder}}
+    settings = {"index_dir": str(index_dir), "embedder": {"backend": args.embedder},
+                "record_decisions": args.record == "on"}
     config = hermes_default_config()
     # Enabled only when the start-up phase begins: importing Hermes' gateway already discovers plugins.
     config["plugins"] = {"enabled": [], "entries": {"semantic-skills": {"settings": settings}}}
@@ -135,8 +141,11 @@ class Recorder:
     """Wraps the plugin's gateway hook and the worker's events to time them."""
 
     def __init__(self, runtime, hooks: dict):
+        from semantic_skills.hermes import record
+
         self.runtime = runtime
         self.calls: list[tuple[float, float, bool, str]] = []  # (start, ms, rewritten, outcome)
+        self.records: list[tuple[float, float]] = []  # record.decision on the loop: (start, ms)
         self.events: list[tuple[float, dict]] = []
         self.agent: list[tuple[float, float, bool]] = []  # (start, ms, got context)
         self.lock = threading.Lock()
@@ -160,6 +169,15 @@ class Recorder:
             on_event(message)
 
         runtime.client._on_event = recorded
+        loop_thread, decision = threading.get_ident(), record.decision
+
+        def timed_decision(*args, **kwargs):
+            start = time.perf_counter()
+            decision(*args, **kwargs)
+            if threading.get_ident() == loop_thread:
+                self.records.append((start, (time.perf_counter() - start) * 1000))
+
+        record.decision = timed_decision
 
     def _last_outcome(self) -> str:
         ledger = self.runtime.turns
@@ -219,10 +237,24 @@ def calls_in(recorder: Recorder, start: float, end: float) -> list[tuple[float, 
     return [c for c in recorder.calls if start <= c[0] < end]
 
 
-def hook_summary(calls) -> dict:
+def hook_summary(recorder: Recorder, start: float, end: float) -> dict:
+    calls = calls_in(recorder, start, end)
     return {"messages": len(calls), "hook_ms": common.stats([c[1] for c in calls]),
             "rewritten": sum(1 for c in calls if c[2]), "late": sum(1 for c in calls if c[3] == "pending"),
-            "deferred": sum(1 for c in calls if c[3] == "deferred")}
+            "deferred": sum(1 for c in calls if c[3] == "deferred"),
+            "record_on_loop_ms": common.stats([ms for at, ms in recorder.records if start <= at < end])}
+
+
+def record_summary(runtime) -> dict:
+    """How many decisions the record holds at the end, and its size (both generations)."""
+    from semantic_skills.decision_log import previous_generation, read_record
+
+    runtime.decisions.flush()
+    path = runtime.decisions.path
+    files = [f for f in (previous_generation(path), path) if f.exists()]
+    return {"on": runtime.settings().record_decisions,
+            "decisions": len(read_record(path, runtime.settings().record_max_bytes).entries),
+            "bytes": sum(f.stat().st_size for f in files)}
 
 
 async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
@@ -399,6 +431,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     await probe_task
     plugin_time.stopped.set()
     rss_after = common.rss_mb()
+    decisions = record_summary(runtime)
     runtime.close()
 
     ready_event = recorder.first_event(lambda m: m.get("state") == "ready", startup_start)
@@ -412,7 +445,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
             "loop_lag_max_ms_after_discovery":
                 lag_summary(samples, discovered_at, startup_end, plugin_time)["loop_lag_max_ms"],
             "ready_s": round((ready_event or ready_at) - startup_start, 2),
-            **hook_summary(calls_in(recorder, startup_start, ready_at)),
+            **hook_summary(recorder, startup_start, ready_at),
             "agent_turns": len(startup_agent),
             "agent_got_skill": sum(1 for a in startup_agent if a[2]),
             "agent_pre_llm_call_ms": common.stats([a[1] for a in startup_agent]),
@@ -420,17 +453,18 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
         },
         "round_trip": {"ping_ms": common.stats(ping_ms), "route_ms": common.stats(route_ms)},
         "hermes_only": {"messages": args.messages, **lag_summary(samples, hermes_start, hermes_end, plugin_time)},
-        "steady": {**hook_summary(calls_in(recorder, steady_start, steady_end)),
+        "steady": {**hook_summary(recorder, steady_start, steady_end),
                    **lag_summary(samples, steady_start, steady_end, plugin_time)},
         "config_reread_ms": common.stats(config_reread_ms),
         "swap": {
             "build_s": round(build_seconds, 2) if build_seconds else None,
             "reloaded_after_s": round(reloaded_at - swap_start, 2) if reloaded_at else None,
-            **hook_summary(calls_in(recorder, swap_start, swap_end)),
+            **hook_summary(recorder, swap_start, swap_end),
             **lag_summary(samples, swap_start, swap_end, plugin_time),
         },
         "rss_mb": {"hermes_process_before_plugin": rss_before, "hermes_process_end": rss_after,
                    "worker_after_warmup": worker_rss},
+        "decision_record": decisions,
     }
 
 

@@ -94,7 +94,18 @@ def _coerce(obj):
         if type(value) is kind:
             continue
         try:
-            changes[f.name] = kind(value)
+            changes[f.name] = _as_bool(value) if kind is bool else kind(value)
         except (TypeError, ValueError):
             raise ConfigError(f"setting {setting_name(f.name)!r} must be a {kind.__name__}, got {value!r}") from None
     return replace(obj, **changes) if changes else obj
+
+
+_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def _as_bool(value) -> bool:
+    """``true``/``false`` as YAML or a command line may spell them (``"off"``, ``0``); ValueError otherwise."""
+    word = str(value).strip().lower()
+    if word not in _BOOL_WORDS:
+        raise ValueError(word)
+    return _BOOL_WORDS[word]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from semantic_skills.builder import build_index
+from semantic_skills.gates import Gate
 from semantic_skills.injection import cap_body, skill_body
 from semantic_skills.limits import MAX_BODY_CHARS
 from semantic_skills.settings import EmbedderSettings
@@ -115,6 +116,25 @@ def test_the_floor_travels_with_each_request(worker):
 
     assert high["ok"] is True and high["skill"] is None and "below the floor 0.99" in high["reason"]
     assert default["skill"] == "pdf-to-markdown"
+
+
+THRESHOLDS = ("threshold", "min_relative_gap", "full_relative_gap", "full_relative_margin")
+
+
+def test_every_route_answer_says_what_the_gate_judged_also_when_nothing_is_injected(worker):
+    refused = worker.ask("route", text=PDF, exclude=[], floor=0.99)
+    injected = worker.ask("route", text=PDF, exclude=[])
+    small_talk = worker.ask("route", text="thanks!", exclude=[])
+
+    assert refused["skill"] is None and refused["top"] == "pdf-to-markdown"
+    assert 0.30 <= refused["similarity"] < 0.99 and refused["relative_gap"] > 0 and refused["relative_margin"] > 0
+    default = Gate()
+    assert {k: refused[k] for k in THRESHOLDS} == {**default.as_router_settings(), "threshold": 0.99}
+    assert {k: injected[k] for k in ("top", "similarity", "relative_gap", "relative_margin")} == {
+        k: refused[k] for k in ("top", "similarity", "relative_gap", "relative_margin")}
+    assert {k: injected[k] for k in THRESHOLDS} == default.as_router_settings()
+    assert small_talk["skill"] is None and small_talk["similarity"] is None and small_talk["relative_gap"] is None
+    assert small_talk["relative_margin"] is None and small_talk["threshold"] == default.floor
 
 
 def test_exclusions_travel_with_each_request(worker):

@@ -1,4 +1,5 @@
-"""The command line's defaults, read from the Hermes configuration: settings, index folder, skills roots.
+"""The command line's defaults, read from the Hermes configuration: settings, index folder, skills roots,
+decision record.
 
 ``semantic_skills.hermes.config`` is imported on first use, so ``--help`` and
 ``--version`` stay quick.
@@ -38,6 +39,12 @@ def skills_roots() -> list[SkillsRoot]:
 
     hermes_config = _hermes_config()
     return hermes_skills_roots() or hermes_config.skills_roots(_config(), hermes_config.hermes_home())
+
+
+def decision_record() -> Path:
+    """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
+    hermes_config = _hermes_config()
+    return hermes_config.decision_record_path(hermes_config.hermes_home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:

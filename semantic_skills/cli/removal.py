@@ -18,7 +18,8 @@ def uninstall(as_json):
     it sees Hermes' own Python and home). It lists, for what is there: the
     plugin folder (`hermes plugins remove`), the package with the dependencies
     that nothing else installed needs, the settings and the plugin's name in
-    config.yaml, the plugin's state folder, and an index kept elsewhere.
+    config.yaml, the plugin's state folder (its dedupe and decision records),
+    and an index kept elsewhere.
     """
     from ..hermes.removal import removal_steps
 

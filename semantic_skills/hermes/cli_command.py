@@ -19,7 +19,7 @@ from ..worker.launch import isolated_command
 from .config import HERMES_COMMAND, HERMES_DISTRIBUTION, PLUGIN_NAME
 
 NAME = PLUGIN_NAME
-HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route)"
+HELP = "Build, check and query the semantic skill index (build, status, doctor, search, route, history)"
 
 
 def setup(parser: argparse.ArgumentParser) -> None:

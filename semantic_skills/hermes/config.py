@@ -36,6 +36,7 @@ HERMES_DISTRIBUTION = "hermes-agent"  # named in install commands, so pip keeps 
 ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yaml, as `hermes config set` names it
 SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
+DECISION_RECORD_FILE = "decisions.jsonl"  # in the plugin's state folder
 PROMPT_MODES = ("compact", "full")
 
 
@@ -50,6 +51,9 @@ class PluginSettings(Settings):
     dedupe_ttl_seconds: int = 86400
     route_timeout_ms: int = 0  # 0: 24 ms for local embedders, 200 ms for litellm
     warmup_wait_seconds: float = 15.0
+    record_decisions: bool = True
+    record_message_text: bool = False
+    record_max_bytes: int = 4_000_000
 
     RANGES: ClassVar[tuple[tuple[str, float, float], ...]] = (
         ("max_skill_chars", 500, 200_000),
@@ -58,6 +62,7 @@ class PluginSettings(Settings):
         ("dedupe_ttl_seconds", 60, 365 * 86400),
         ("route_timeout_ms", 0, 10_000),
         ("warmup_wait_seconds", 0, 600),
+        ("record_max_bytes", 100_000, 1_000_000_000),
     )
 
     def check(self) -> None:
@@ -94,8 +99,14 @@ def hermes_cli(home: Path) -> str:
 
 
 def state_dir(home: Path) -> Path:
-    """The plugin's own files in a Hermes home: the dedupe record (and, by default, the index)."""
+    """The plugin's own files in a Hermes home: the dedupe record, the decision record (and, by default, the
+    index)."""
     return Path(home) / PLUGIN_NAME
+
+
+def decision_record_path(home: Path) -> Path:
+    """Where the decision record of ``home`` lives (its previous generation sits beside it)."""
+    return state_dir(home) / DECISION_RECORD_FILE
 
 
 # --------------------------------------------------------------------------- pure functions of the config

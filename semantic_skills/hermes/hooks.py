@@ -19,6 +19,10 @@ did, the skill is in front of the model once, and these paths need no memory
 of their own. All its waits together stay within one budget
 (:meth:`~.runtime.PluginRuntime.hook_deadline`).
 
+Each routed message is recorded once (see record.py), by the hook that
+finished it: the gateway hook for what it decided (a queue put on the loop),
+``pre_llm_call`` for the rest.
+
 ``post_tool_call`` (a ``skill_manage`` call, every Hermes) and
 ``on_skill_lifecycle`` (Hermes 0.21+: a skill created, edited, installed or
 archived) ask the routing worker to bring the index up to date, so a skill the
@@ -28,14 +32,17 @@ agent just wrote can be injected from the next message on.
 from __future__ import annotations
 
 import logging
+import time
 
+from .. import decision_log
 from ..gates import is_small_talk
 from ..injection import FULL, HINT, SkillBlock, hint_block, inject, skill_block
 from ..limits import MAX_MESSAGE_CHARS
 from ..worker.pending import result_within
-from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply
+from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, status_for_state
+from . import record
 from .gateway_state import authorized, awaiting_answer
-from .live import LiveContext, add_block, covered
+from .live import Live, LiveContext, add_block, covered
 from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, Deadline, PluginRuntime
 from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
 
@@ -63,12 +70,20 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
 
 
 def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict | None:
-    """Decide ``turn`` within the gateway's budget: the rewrite, or None (and the turn says why)."""
+    """Decide ``turn`` within the gateway's budget: the rewrite, or None (and the turn says why).
+
+    A turn decided here is recorded here (a queue put); one left to
+    ``pre_llm_call`` (late answer, cold worker, a chat that may carry the
+    skill) is recorded there.
+    """
     settings = rt.settings()  # a changed index folder or embedder restarts the worker here
     rt.send_reindex()
     if not rt.client.ready:
         rt.client.start()
-        if rt.client.status.state not in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
+        status = rt.client.status
+        if status.state in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
+            _record_turn(rt, turn, Reply(status_for_state(status.state), error=status.detail), decision_log.UNANSWERED)
+        else:
             rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
                                       "through and get their skill just before the model call")
             turn.outcome = DEFERRED
@@ -81,11 +96,12 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
                                   "late skills are added just before the model call")
         turn.outcome = PENDING
         return None
-    block = _block(rt, _routed_skill(rt, reply))
-    if block is None:
-        return None
-    if not rt.dedupe.claim_rewrite(turn.session_key, turn.session_id, block):
+    block, outcome = _decided_block(rt, reply)
+    if block is not None and not rt.dedupe.claim_rewrite(turn.session_key, turn.session_id, block):
         turn.outcome = PENDING  # the chat may carry it already: pre_llm_call looks at the history
+        return None
+    _record_turn(rt, turn, reply, outcome)
+    if block is None:
         return None
     turn.outcome, turn.block = INJECTED, block
     return {"action": "rewrite", "text": inject(text, block.text)}
@@ -103,11 +119,14 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
         return _finish_gateway_turns(rt, turns, session_id, user_message, conversation_history, deadline)
     if rt.turns.is_gateway_session(session_id) or is_small_talk(user_message):
         return None  # the gateway hook already decided, or the turn needs none
-    block = _block(rt, _routed_skill(rt, _route(rt, user_message, platform, deadline)))
-    if block is None:
-        return None
-    live = _live_context(rt, conversation_history, user_message, deadline)
-    return None if covered(live.before, block) else {"context": block.text}
+    started = time.monotonic()
+    reply = _route(rt, user_message, platform, deadline)
+    block, outcome = _decided_block(rt, reply)
+    if block is not None and covered(_live_context(rt, conversation_history, user_message, deadline).before, block):
+        block, outcome = None, decision_log.ALREADY_LIVE
+    record.decision(rt, path=record.AGENT, platform=platform, reply=reply, outcome=outcome, started=started,
+                    text=user_message)
+    return {"context": block.text} if block is not None else None
 
 
 def on_session_reset(rt: PluginRuntime, old_session_id=None, new_session_id=None, **_) -> None:
@@ -137,10 +156,12 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
         if turn.outcome == INJECTED and turn.block.text in user_message:
             add_block(have, turn.block.mode, turn.block.names)  # the rewrite reached the agent as it was
             continue
-        block = _late_block(rt, turn, deadline) if context is None else None
-        if block is not None and not covered(have, block):
-            context = block
-            add_block(have, block.mode, block.names)
+        if context is not None:
+            _record_unfinished(rt, turn)
+            continue
+        context = _late_block(rt, turn, have, deadline)
+        if context is not None:
+            add_block(have, context.mode, context.names)
     for name, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
         add_block(have, mode, (name,))
     for key in {turn.session_key for turn in turns}:
@@ -148,15 +169,35 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
     return {"context": context.text} if context is not None else None
 
 
-def _late_block(rt: PluginRuntime, turn: GatewayTurn, deadline: Deadline) -> SkillBlock | None:
-    """The block for a gateway turn the gateway did not rewrite (or whose rewrite another plugin replaced)."""
-    if turn.outcome == INJECTED:
-        return turn.block
+def _late_block(rt: PluginRuntime, turn: GatewayTurn, live: Live, deadline: Deadline) -> SkillBlock | None:
+    """The block a gateway turn the gateway did not rewrite (or whose rewrite another plugin replaced) still
+    needs, given what is ``live``; records the decision of a turn the gateway hook left open."""
+    if turn.outcome == INJECTED:  # recorded by the gateway hook
+        return None if covered(live, turn.block) else turn.block
     if turn.outcome == PENDING:
-        return _block(rt, _routed_skill(rt, result_within(turn.decision, deadline.for_answer())))
-    if turn.outcome == DEFERRED:
-        return _block(rt, _routed_skill(rt, _route(rt, turn.text, turn.platform, deadline)))
-    return None
+        started, reply = turn.received, result_within(turn.decision, deadline.for_answer())
+    elif turn.outcome == DEFERRED:
+        started, reply = time.monotonic(), _route(rt, turn.text, turn.platform, deadline)
+    else:
+        return None  # decided, and recorded if routed, by the gateway hook
+    block, outcome = _decided_block(rt, reply)
+    if block is not None and covered(live, block):
+        block, outcome = None, decision_log.ALREADY_LIVE
+    _record_turn(rt, turn, reply, outcome, path=record.AGENT, started=started)
+    return block
+
+
+def _record_unfinished(rt: PluginRuntime, turn: GatewayTurn) -> None:
+    """Record a gateway turn left open when an earlier message of the same model call took its one block."""
+    if turn.outcome in (PENDING, DEFERRED):
+        _record_turn(rt, turn, None, decision_log.UNANSWERED, path=record.AGENT,
+                     reason="not decided: an earlier message of the same model call took its one skill block")
+
+
+def _record_turn(rt: PluginRuntime, turn: GatewayTurn, reply: Reply | None, outcome: str, path: str = record.GATEWAY,
+                 started: float | None = None, reason: str | None = None) -> None:
+    record.decision(rt, path=path, platform=turn.platform, reply=reply, outcome=outcome,
+                    started=turn.received if started is None else started, text=turn.text, reason=reason)
 
 
 def _live_context(rt: PluginRuntime, history, user_message: str, deadline: Deadline) -> LiveContext:
@@ -173,6 +214,16 @@ def _route(rt: PluginRuntime, text: str, platform: str, deadline: Deadline) -> R
     offer = rt.offer(platform)  # after the wait: a ready worker has said which skills are for the host to decide
     decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
     return result_within(decision, deadline.for_answer())
+
+
+def _decided_block(rt: PluginRuntime, reply: Reply) -> tuple[SkillBlock | None, str]:
+    """The block a worker's reply decides, with the outcome to record: INJECTED (for the caller to change
+    when the block is already live), or, without a block, NOTHING or UNANSWERED (no usable answer)."""
+    answer = _routed_skill(rt, reply)
+    block = _block(rt, answer)
+    if block is not None:
+        return block, decision_log.INJECTED
+    return None, decision_log.NOTHING if reply.ok and answer is None else decision_log.UNANSWERED
 
 
 def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:

@@ -73,7 +73,8 @@ def _folder_steps(home: Path, config: dict, plugin_folder: Path) -> list[Step]:
     state = state_dir(home)
     steps = []
     if state.exists():
-        steps.append(Step(f"rm -rf {shlex.quote(str(state))}", "its record of the skills each chat has"))
+        steps.append(Step(f"rm -rf {shlex.quote(str(state))}", "its record of the skills each chat has and its "
+                                                                "decision record (what it decided for each message)"))
     try:
         settings = plugin_settings(config)
     except ConfigError:

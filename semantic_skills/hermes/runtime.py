@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..decision_log import DecisionLog
 from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
@@ -29,6 +30,7 @@ from .config import (
     HERMES_DISTRIBUTION,
     SETTINGS_KEY,
     PluginSettings,
+    decision_record_path,
     hermes_home,
     index_dir,
     load_config,
@@ -52,7 +54,7 @@ _plugin_config: Callable[[str, Any], Any] | None = None  # Hermes' ctx.get_confi
 
 
 class PluginRuntime:
-    """Settings, the routing client, the dedupe store and the gateway turn ledger."""
+    """Settings, the routing client, the dedupe store, the gateway turn ledger and the decision record."""
 
     def __init__(self, home: Path):
         self.home = home
@@ -65,6 +67,7 @@ class PluginRuntime:
         self.dedupe = DedupeStore(state_dir(home) / DEDUPE_FILE, settings.dedupe_max_sessions,
                                   settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
+        self.decisions = DecisionLog(decision_record_path(home), settings.record_max_bytes, log_once=self.log_once)
         self.eligibility = Eligibility(home, self.config, self.log_once)
         self._reindex_wanted = False
         self.closed = False
@@ -90,6 +93,12 @@ class PluginRuntime:
         self.dedupe.ttl_seconds = settings.dedupe_ttl_seconds
         self.client.configure(index_dir(settings, self.home), settings.embedder)
         return settings
+
+    @property
+    def current_settings(self) -> PluginSettings:
+        """The settings as :meth:`settings` last read them, without looking at config.yaml again (for a hook
+        that read them at its start)."""
+        return self._settings
 
     def _parse(self, config: dict) -> PluginSettings:
         where = self.home / "config.yaml"
@@ -149,6 +158,7 @@ class PluginRuntime:
         self.closed = True
         self.client.close()
         self.dedupe.close()
+        self.decisions.close()
 
 
 class Deadline:

@@ -37,6 +37,7 @@ class GatewayTurn:
     outcome: str
     block: SkillBlock | None = None
     decision: Future | None = None
+    received: float = field(default_factory=time.monotonic)  # when the gateway hook got it: routing starts here
     created: float = field(default_factory=time.monotonic)
 
 

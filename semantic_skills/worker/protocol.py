@@ -22,15 +22,27 @@ changes make one build), never holds up routing, waits its turn if another
 build holds the index, and the rebuilt index is then swapped in as any
 rebuild is. Answers::
 
-    {"id": 1, "ok": true, "skill": "name" or null, "score": 0.62, "reason": "...", "body": "...", "omitted": 0}
+    {"id": 1, "ok": true, "skill": "name" or null, "mode": "full" | "hint" | null, "score": 0.62, "reason": "...",
+     "named": [{"name", "description"}...], "body": "...", "omitted": 0,
+     "top": "name" or null, "similarity": 0.58 or null, "relative_gap": 0.41 or null, "relative_margin": 0.3 or null,
+     "threshold": 0.38, "min_relative_gap": 0.27, "full_relative_gap": 0.31, "full_relative_margin": 0.20}
     {"id": 2, "ok": true, "results": [{"name", "description", "score"}...], "best": {"name", "body", "omitted"} or null}
     {"id": 3, "ok": true, "state": "ready", "detail": ""}
     {"id": 4, "ok": true}
     {"id": 1, "ok": false, "status": "index_missing" | "not_ready" | "error", "error": "..."}
 
-``body`` is the skill's text with its front matter removed, clipped at
-``limits.MAX_BODY_CHARS`` (``omitted`` counts what was clipped); the host caps it to
-taste. Lines with an ``event`` key report the worker's state
+``mode`` is "full" (the whole skill) or "hint" (a pointer) when ``skill`` is
+set; ``named`` lists the skills it names (a hint may name two), and only a full
+answer carries ``body``: the skill's text with its front matter removed, clipped
+at ``limits.MAX_BODY_CHARS`` (``omitted`` counts what was clipped); the host
+caps it to taste. Every route answer, also one that injects nothing, says what
+the gate judged: ``top`` (the best-ranked skill), its ``similarity``,
+``relative_gap`` and ``relative_margin`` (null when the gate did not run, e.g.
+for small talk) and the thresholds they were held to: ``threshold`` (the
+similarity floor) and ``min_relative_gap`` for any injection,
+``full_relative_gap`` and ``full_relative_margin`` for the whole skill.
+
+Lines with an ``event`` key report the worker's state
 (``{"event": "state", "state", "detail", "skills", "backend", "gated"}``) or a
 log message (``{"event": "log", "level", "message"}``). ``gated`` (with
 ``ready``) lists the skills whose offer is for the host to decide, one
@@ -45,6 +57,7 @@ sets (see ``skills.parsing.CONDITION_KEYS``); the host applies its own.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict, dataclass, field
 
 from ..settings import EmbedderSettings
@@ -99,11 +112,13 @@ class Startup:
 
 @dataclass(frozen=True)
 class Reply:
-    """The outcome of one request: ``status`` is ``ok`` or why there is no answer."""
+    """The outcome of one request: ``status`` is ``ok`` or why there is no answer; ``at`` is when it came
+    (``time.monotonic()``: the answer's arrival, or the moment a wait gave up)."""
 
     status: str
     data: dict = field(default_factory=dict)
     error: str = ""
+    at: float = field(default_factory=time.monotonic, compare=False)
 
     @property
     def ok(self) -> bool:

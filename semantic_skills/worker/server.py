@@ -140,7 +140,8 @@ class RoutingWorker:
         """The decision: nothing (``skill`` None), a hint (``mode`` "hint", the ``named`` skills with their
         descriptions), or the whole skill (``mode`` "full", also its ``body`` and the ``omitted`` count)."""
         decision = router.route(text, exclude=exclude, floor=floor, inactive_environments=inactive)
-        answer = {"ok": True, "skill": None, "mode": None, "score": decision.score, "reason": decision.reason}
+        answer = {"ok": True, "skill": None, "mode": None, "score": decision.score, "reason": decision.reason,
+                  **_gate_view(decision)}
         if decision.skill is None:
             return answer
         body = self._body(decision.skill.path, router.manifest.roots) if decision.mode == FULL else {}
@@ -185,6 +186,22 @@ class RoutingWorker:
         if len(self._bodies) > BODY_CACHE_SIZE:
             self._bodies.popitem(last=False)
         return wire
+
+
+def _gate_view(decision) -> dict:
+    """What the gate judged, for every decision (also when nothing is injected): the top skill, its
+    similarity, relative gap and relative margin (None when the gate did not run) and the thresholds they
+    were held to, the hint's (``threshold``, ``min_relative_gap``) and the full injection's."""
+    features, gate = decision.features, decision.gate
+    return {"top": decision.candidates[0].name if decision.candidates else None,
+            "similarity": _rounded(features.get("similarity")), "relative_gap": _rounded(features.get("relative_gap")),
+            "relative_margin": _rounded(features.get("relative_margin")),
+            "threshold": gate.floor, "min_relative_gap": gate.min_relative_gap,
+            "full_relative_gap": gate.full_relative_gap, "full_relative_margin": gate.full_relative_margin}
+
+
+def _rounded(value: float | None) -> float | None:
+    return round(value, 4) if value is not None else None
 
 
 def gated_skills(manifest) -> list[dict]:

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import yaml
@@ -70,6 +71,25 @@ def test_hermes_semantic_skills_command_runs_the_plugin_cli(hermes_home):
     assert done.returncode == 0, done.stdout + done.stderr
     status = json.loads(done.stdout.strip().splitlines()[-1])
     assert status["index_dir"] == str(hermes_home.index_dir) and status["skills"] >= 10
+
+
+def test_hermes_semantic_skills_history_reads_this_homes_decision_record(hermes_home):
+    from semantic_skills.decision_log import INJECTED, DecisionEntry, DecisionLog
+    from semantic_skills.hermes.config import decision_record_path
+
+    log = DecisionLog(decision_record_path(hermes_home.path), 4_000_000)
+    for n in range(3):
+        log.append(DecisionEntry(time.time(), "gateway", "whatsapp", INJECTED, skill="history-probe", mode="full",
+                                 latency_ms=10.0 + n))
+    log.close()
+
+    as_json, as_text = (run_hermes(hermes_home.path, "semantic-skills", "history", *args) for args in (["--json"], []))
+
+    assert as_json.returncode == as_text.returncode == 0, as_json.stderr + as_text.stderr
+    summary = json.loads(as_json.stdout)
+    assert summary["record"] == str(decision_record_path(hermes_home.path))
+    assert {"skill": "history-probe", "injected": 3, "full": 3, "hint": 0} in summary["most_injected"]
+    assert "history-probe (full 3, hint 0)" in as_text.stdout
 
 
 def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkout):
@@ -175,9 +195,12 @@ def test_removing_the_plugin_leaves_hermes_starting_clean_and_the_rest_takes_one
     assert user.run("config", "set", f"plugins.entries.{PLUGIN}.settings.threshold", "0.45").returncode == 0
     (user.home / PLUGIN).mkdir()  # the plugin's state folder, as a routed chat leaves it
     (user.home / PLUGIN / "dedupe.json").write_text('{"version": 2, "clean": true, "chats": [], "blocks": []}')
+    (user.home / PLUGIN / "decisions.jsonl").write_text("")
     planned = user.run(PLUGIN, "uninstall", "--json")
     assert planned.returncode == 0, planned.stdout + planned.stderr
-    commands = [step["command"] for step in json.loads(planned.stdout.strip().splitlines()[-1])]
+    steps = json.loads(planned.stdout.strip().splitlines()[-1])
+    commands = [step["command"] for step in steps]
+    assert "decision record" in steps[-1]["removes"]  # what the state folder holds, named
 
     removed = user.run("plugins", "remove", PLUGIN)
     listed = user.run("plugins", "list", "--plain")

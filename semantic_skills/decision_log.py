@@ -1,0 +1,390 @@
+"""A bounded, append-only record of routing decisions: one JSON object per line.
+
+Appending never blocks the caller and never raises: entries (or what makes
+them) wait in a bounded queue (the oldest go when it is full) and a background
+thread builds and appends them.
+The record is two files, the current one and one previous generation
+(``decisions.1.jsonl`` beside ``decisions.jsonl``): when the current one would
+grow past half of ``max_bytes`` it replaces the previous one, so both together
+stay within about ``max_bytes``. Nothing is read at start: the writer only
+appends (after a newline, should the last line be torn), and the reader skips
+what it cannot use line by line and reads at most ``max_bytes`` from the end
+of each file, so a damaged, foreign or huge file costs neither of them much.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import math
+import os
+import re
+import stat
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from .logs import OnceLogger
+
+INJECTED = "injected"          # the skill was put in front of the model
+ALREADY_LIVE = "already_live"  # the skill was decided but is already in front of the model
+NOTHING = "nothing"            # the router decided no skill fits
+UNANSWERED = "unanswered"      # no decision: the worker was not ready, failed or answered too late
+OUTCOMES = (INJECTED, ALREADY_LIVE, NOTHING, UNANSWERED)
+
+MAX_TEXT_CHARS = 1_000    # of a message's text, when the host records it
+MAX_REASON_CHARS = 500
+MAX_NAME_CHARS = 200      # skill names, platform and path labels
+MAX_NAMED = 4
+MAX_LINE_BYTES = 64 * 1024
+QUEUE_LIMIT = 2_048       # entries waiting for the writer; older ones are dropped beyond it
+WRITE_BATCH = 32
+
+
+@dataclass(frozen=True)
+class DecisionEntry:
+    """One routed message: where it came from, what the router decided, and what became of it.
+
+    ``time`` is seconds since the epoch; ``top`` is the best-ranked skill,
+    also when nothing was injected, and ``similarity``, ``gap`` and ``margin``
+    (the gate's relative gap and margin) what the gate saw of it. The
+    thresholds it was held to: ``floor`` and ``min_gap`` for any injection,
+    ``full_gap`` and ``full_margin`` for the whole skill.
+    """
+
+    time: float
+    path: str
+    platform: str
+    outcome: str
+    skill: str | None = None
+    mode: str | None = None
+    named: tuple[str, ...] = ()
+    top: str | None = None
+    similarity: float | None = None
+    gap: float | None = None
+    margin: float | None = None
+    floor: float | None = None
+    min_gap: float | None = None
+    full_gap: float | None = None
+    full_margin: float | None = None
+    latency_ms: float | None = None
+    reason: str = ""
+    text: str | None = None
+
+    def to_line(self) -> bytes:
+        """The entry as one JSON line, its texts capped (an unpaired surrogate becomes "?")."""
+        data = {
+            "time": datetime.fromtimestamp(self.time, timezone.utc).isoformat(timespec="milliseconds"),
+            "path": _clean(self.path, MAX_NAME_CHARS), "platform": _clean(self.platform, MAX_NAME_CHARS),
+            "outcome": self.outcome, "skill": _clean(self.skill, MAX_NAME_CHARS), "mode": self.mode,
+            "named": [_clean(n, MAX_NAME_CHARS) for n in self.named[:MAX_NAMED]],
+            "top": _clean(self.top, MAX_NAME_CHARS),
+            "similarity": _round(self.similarity), "gap": _round(self.gap), "margin": _round(self.margin),
+            "floor": _round(self.floor), "min_gap": _round(self.min_gap), "full_gap": _round(self.full_gap),
+            "full_margin": _round(self.full_margin), "latency_ms": _round(self.latency_ms, 1),
+            "reason": _clean(self.reason, MAX_REASON_CHARS),
+        }
+        if self.text is not None:
+            data["text"] = self.text[:MAX_TEXT_CHARS]
+        return json.dumps(data, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+
+    @classmethod
+    def from_line(cls, line: bytes) -> "DecisionEntry":
+        """Parse one line; raises ValueError for anything that is not an entry as :meth:`to_line` writes it."""
+        data = json.loads(line)
+        if not isinstance(data, dict) or data.get("outcome") not in OUTCOMES:
+            raise ValueError("not a decision entry")
+        when = datetime.fromisoformat(_string(data, "time", 64))
+        named = data.get("named") or []
+        if not isinstance(named, list):
+            raise ValueError("named is not a list")
+        return cls(
+            time=(when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp(),
+            path=_string(data, "path"), platform=_string(data, "platform"), outcome=data["outcome"],
+            skill=_optional_string(data, "skill"), mode=_optional_string(data, "mode"),
+            named=tuple(_clean(str(n), MAX_NAME_CHARS) for n in named[:MAX_NAMED]),
+            top=_optional_string(data, "top"), similarity=_number(data, "similarity"), gap=_number(data, "gap"),
+            margin=_number(data, "margin"), floor=_number(data, "floor"), min_gap=_number(data, "min_gap"),
+            full_gap=_number(data, "full_gap"), full_margin=_number(data, "full_margin"),
+            latency_ms=_number(data, "latency_ms"),
+            reason=_string(data, "reason", MAX_REASON_CHARS),
+            text=_text(data),
+        )
+
+
+Pending = DecisionEntry | Callable[[], DecisionEntry]  # what DecisionLog.append takes
+
+
+def previous_generation(path: Path) -> Path:
+    """The previous generation of the record at ``path``: ``decisions.jsonl`` -> ``decisions.1.jsonl``."""
+    return path.with_name(f"{path.stem}.1{path.suffix}")
+
+
+class DecisionLog:
+    """Appends entries to the record at ``path`` from a background thread, within ``max_bytes``."""
+
+    def __init__(self, path: Path, max_bytes: int, log_once: OnceLogger | None = None):
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self._log_once = log_once or OnceLogger()
+        self._pending: collections.deque[Pending] = collections.deque(maxlen=QUEUE_LIMIT)
+        self._wake = threading.Event()
+        self._write_lock = threading.Lock()
+        self._start_lock = threading.Lock()
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self._fd: int | None = None
+        self._size = 0
+
+    def append(self, entry: Pending) -> None:
+        """Queue ``entry`` for the writer thread; returns at once. A callable is called there to make the
+        entry, so a caller on a busy thread hands over its makings and pays nothing for building it."""
+        if self._closed:
+            return
+        self._pending.append(entry)
+        self._wake.set()
+        if self._writer is None:
+            with self._start_lock:
+                if self._writer is None:
+                    self._writer = threading.Thread(target=self._write_loop, name="semantic-skills-record",
+                                                    daemon=True)
+                    self._writer.start()
+
+    def flush(self) -> None:
+        """Write every queued entry now (a write error is logged once and the entries are dropped).
+
+        Entries are written a batch at a time: each write lets other threads
+        (the gateway's event loop) have the interpreter back.
+        """
+        with self._write_lock:
+            while self._pending:
+                lines = self._take_pending(WRITE_BATCH)
+                try:
+                    self._write(lines)
+                except OSError as exc:
+                    self._pending.clear()
+                    self._close_file()
+                    self._log_once(logging.WARNING, f"cannot write the decision record {self.path} "
+                                                    f"({exc.strerror or exc}); decisions go unrecorded until it can")
+
+    def _take_pending(self, limit: int) -> list[bytes]:
+        lines = []
+        while self._pending and len(lines) < limit:
+            try:
+                entry = self._pending.popleft()
+            except IndexError:
+                break
+            try:
+                lines.append((entry() if callable(entry) else entry).to_line())
+            except Exception as exc:  # noqa: BLE001 - a malformed entry is dropped, never the writer
+                self._log_once(logging.WARNING, f"dropped a malformed decision entry ({type(exc).__name__}: {exc})")
+        return lines
+
+    def close(self) -> None:
+        """Write what is queued and stop the writer thread."""
+        self._closed = True
+        self._wake.set()
+        self.flush()
+        with self._write_lock:
+            self._close_file()
+
+    # ------------------------------------------------------------------ the writer thread
+
+    def _write_loop(self) -> None:
+        while not self._closed:
+            self._wake.wait()
+            self._wake.clear()
+            if not self._closed:
+                self.flush()
+
+    def _write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
+        self._open()
+        generation_bytes = max(1, self.max_bytes // 2)
+        chunk: list[bytes] = []
+        chunk_size = 0
+        for line in lines:
+            if self._size + chunk_size + len(line) > generation_bytes and (self._size or chunk_size):
+                self._append(b"".join(chunk))
+                chunk, chunk_size = [], 0
+                self._rotate()
+            chunk.append(line)
+            chunk_size += len(line)
+        self._append(b"".join(chunk))
+
+    def _append(self, data: bytes) -> None:
+        while data:
+            written = os.write(self._fd, data)
+            self._size += written
+            data = data[written:]
+
+    def _open(self) -> None:
+        """Open the record for appending, again if another process rotated it since; mend a torn last line."""
+        if self._fd is not None and _same_file(self._fd, self.path):
+            return
+        self._close_file()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{self.path} is not a regular file")
+            if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+                os.write(fd, b"\n")  # a line torn by a crash stays one damaged line, not two
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._size = fd, os.fstat(fd).st_size
+
+    def _rotate(self) -> None:
+        if _same_file(self._fd, self.path):  # else another process rotated it a moment ago
+            os.replace(self.path, previous_generation(self.path))
+        self._close_file()
+        self._open()
+
+    def _close_file(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class RecordContents:
+    """What :func:`read_record` found: the entries, oldest first, and what it had to skip."""
+
+    entries: list[DecisionEntry] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    damaged_lines: int = 0
+    cut_files: list[Path] = field(default_factory=list)  # larger than the read bound: only their end was read
+    unreadable: list[str] = field(default_factory=list)  # one line each: the file and why
+
+
+def read_record(path: Path, max_bytes: int, since: float | None = None) -> RecordContents:
+    """The record at ``path`` (previous generation first), skipping damaged lines; never raises for bad content.
+
+    At most ``max_bytes`` are read from the end of each file; entries older
+    than ``since`` (seconds since the epoch) are left out.
+    """
+    found = RecordContents()
+    for file in (previous_generation(path), path):
+        try:
+            _read_file(file, max_bytes, since, found)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            found.unreadable.append(f"{file}: {exc.strerror or exc}")
+    found.entries.sort(key=lambda entry: entry.time)
+    return found
+
+
+def _read_file(file: Path, max_bytes: int, since: float | None, found: RecordContents) -> None:
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{file} is not a regular file")
+        found.files.append(file)
+        start = max(0, info.st_size - max_bytes)
+        if start:
+            found.cut_files.append(file)
+            fh.seek(start - 1)
+            _skip_line(fh)  # the partial line the bound cuts into (or the newline before a whole one)
+        remaining = info.st_size - fh.tell()
+        while remaining > 0:
+            line = fh.readline(min(remaining, MAX_LINE_BYTES + 1))
+            if not line:
+                break
+            remaining -= len(line)
+            if len(line) > MAX_LINE_BYTES:
+                remaining -= _skip_line(fh)
+                found.damaged_lines += 1
+                continue
+            _take(line, since, found)
+
+
+def _take(line: bytes, since: float | None, found: RecordContents) -> None:
+    if not line.strip():
+        return
+    try:
+        entry = DecisionEntry.from_line(line) if line.lstrip().startswith(b"{") else None
+    except Exception:  # noqa: BLE001 - any damage (deep nesting, huge numbers, bad bytes) skips the line
+        entry = None
+    if entry is None:
+        found.damaged_lines += 1
+    elif since is None or entry.time >= since:
+        found.entries.append(entry)
+
+
+def _skip_line(fh) -> int:
+    """Read up to and including the next newline; returns how many bytes that was."""
+    skipped = 0
+    while True:
+        piece = fh.readline(MAX_LINE_BYTES)
+        skipped += len(piece)
+        if not piece or piece.endswith(b"\n"):
+            return skipped
+
+
+# --------------------------------------------------------------------------- field checks
+
+
+_CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc
+
+
+def _clean(value: str | None, limit: int) -> str | None:
+    """``value`` without control characters, at most ``limit`` characters."""
+    if value is None:
+        return None
+    return _CONTROL_CHARACTERS.sub("", str(value)[:limit])
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return round(value, digits) if value is not None and math.isfinite(value) else None
+
+
+def _string(data: dict, key: str, limit: int = MAX_NAME_CHARS) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is not a string")
+    return _clean(value, limit)
+
+
+def _optional_string(data: dict, key: str, limit: int = MAX_NAME_CHARS) -> str | None:
+    return None if data.get(key) is None else _string(data, key, limit)
+
+
+def _text(data: dict) -> str | None:
+    text = data.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ValueError("text is not a string")
+    return text[:MAX_TEXT_CHARS] if text is not None else None
+
+
+def _number(data: dict, key: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{key} is not a number")
+    number = float(value)  # OverflowError for a 400-digit integer: the caller skips the line
+    if not math.isfinite(number):
+        raise ValueError(f"{key} is not finite")
+    return number
