@@ -118,13 +118,19 @@ def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(mo
 
 
 def fake_distribution(site: Path, name: str, *requires: str, extras: tuple[str, ...] = ()) -> None:
-    """An installed distribution's metadata (what pip writes and importlib.metadata reads), with no code."""
+    """An installed distribution as pip leaves it: its metadata, and one 1,000-byte file that its RECORD lists.
+
+    The file must exist: the importlib_metadata backport (which litellm imports, and which then answers
+    ``importlib.metadata.distributions`` too) leaves a RECORD entry without its file out of ``files``.
+    """
     folder = site / f"{name.replace('-', '_')}-1.0.dist-info"
     folder.mkdir(parents=True)
     lines = ["Metadata-Version: 2.1", f"Name: {name}", "Version: 1.0"]
     lines += [f"Provides-Extra: {extra}" for extra in extras] + [f"Requires-Dist: {line}" for line in requires]
     (folder / "METADATA").write_text("\n".join(lines) + "\n")
     (folder / "RECORD").write_text(f"{name}/__init__.py,,1000\n")
+    (site / name).mkdir()
+    (site / name / "__init__.py").write_bytes(b"#" * 1000)
 
 
 def test_the_packages_to_uninstall_are_those_only_the_plugin_needs(tmp_path):
