@@ -110,7 +110,7 @@ def test_readers_in_many_threads_never_see_a_torn_index_while_another_process_re
 def test_a_second_build_while_one_runs_exits_at_once_with_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-test")
     with FakeEmbeddingServer() as server:
-        server.delay = 0.5
+        server.delay = 0.5  # holds the first build (one text a request) until the second has been refused
         home = make_home(tmp_path, litellm_settings(server.url, batch_size=1), skills=EXAMPLES / "skills")
         env = dict(os.environ, HERMES_HOME=str(home), PYTHONPATH=str(REPO))
         index_dir = home / "skills_index"
@@ -125,6 +125,8 @@ def test_a_second_build_while_one_runs_exits_at_once_with_a_clear_message(tmp_pa
                           == str(first.pid), timeout=120, interval=0.05)
         second = build()
         _, second_err = second.communicate(timeout=300)
+        assert first.poll() is None  # refused while the first build ran
+        server.delay = 0.0  # which now finishes at full speed
         first_out, first_err = first.communicate(timeout=600)
         third = build("--json")
         third_out, third_err = third.communicate(timeout=300)
