@@ -88,11 +88,43 @@ def index_files(index_dir: Path) -> list[str]:
     return sorted(p.name for p in index_dir.iterdir())
 
 
+class RepeatedCallsEmbedder(Embedder):
+    """The real bundled model for setting up: a call to ``embed_documents`` with the same texts, in the same order,
+    as an earlier one gets that call's vectors back (a copy) instead of computing them again. The builds that the
+    tests themselves check use the model directly."""
+
+    def __init__(self, real: Embedder):
+        self.real = real
+        self.identity = real.identity
+        self.batch_size = real.batch_size
+        self._answers: dict[tuple[str, ...], np.ndarray] = {}
+
+    def load(self):
+        self.real.load()
+
+    def embed_documents(self, texts, progress=None):
+        key = tuple(texts)
+        if key not in self._answers:
+            self._answers[key] = self.real.embed_documents(list(texts))
+        if progress:
+            progress(len(texts))
+        return self._answers[key].copy()
+
+    def embed_query(self, text):
+        return self.real.embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def setup_embedder(bundled_embedder) -> RepeatedCallsEmbedder:
+    return RepeatedCallsEmbedder(bundled_embedder)
+
+
 @pytest.fixture()
-def built(examples_copy, tmp_path, bundled_embedder):
-    """examples/skills copied and indexed once: ``(skills_dir, index_dir)``."""
+def built(examples_copy, tmp_path, setup_embedder):
+    """examples/skills copied and indexed: ``(skills_dir, index_dir)``; the example vectors are computed once per
+    module, so each test pays only for the builds it checks."""
     index_dir = tmp_path / "index"
-    report = build(examples_copy, index_dir, bundled_embedder)
+    report = build(examples_copy, index_dir, setup_embedder)
     assert report.wrote
     return examples_copy, index_dir
 
