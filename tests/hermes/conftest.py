@@ -79,13 +79,17 @@ def plugin_manager(hermes_home):
 
 @pytest.fixture()
 def runtime(plugin_manager):
+    """The session's plugin runtime, its worker ready: an earlier test may have changed and restored a start-up
+    setting, and the worker it restarted must not make this test's gateway answers late."""
     from semantic_skills.hermes.runtime import current_runtime
 
-    return current_runtime()
+    rt = current_runtime()
+    assert rt.client.wait_ready(WORKER_READY_SECONDS), rt.client.status.detail
+    return rt
 
 
 @pytest.fixture()
-def gateway(plugin_manager, tmp_path, monkeypatch) -> Gateway:
+def gateway(runtime, tmp_path, monkeypatch) -> Gateway:
     for name in ("WHATSAPP_ALLOWED_USERS", "GATEWAY_ALLOWED_USERS", "WHATSAPP_ALLOW_ALL_USERS",
                  "GATEWAY_ALLOW_ALL_USERS"):
         monkeypatch.delenv(name, raising=False)

@@ -5,9 +5,10 @@
 skills Hermes would never offer (quarantined, disabled, for another platform
 or OS), an index built with the bundled model, and the plugin loaded through
 a fresh Hermes plugin manager with its routing worker warm (see
-``reliability_kit.plugin_loaded``, which puts Hermes' global state back
-afterwards, so the tests in ``tests/hermes`` are not disturbed whichever runs
-first).
+``reliability_kit.plugin_loaded_apart``). Hermes' global state (its plugin
+manager, the plugin's runtimes, the ``search_skills`` tool) is this home's only
+while a test that asks for ``plugin_env`` runs, so the tests in
+``tests/hermes`` are not disturbed whichever runs first in a process.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import pytest
 from reliability_kit import (
     KEY_ENV,
     WORKER_READY_SECONDS,
+    HermesGlobals,
     make_home,
-    plugin_loaded,
+    plugin_loaded_apart,
     write_forbidden_skills,
     write_hub_skill,
     write_oversized_skill,
@@ -33,6 +35,7 @@ from support import FakeEmbeddingServer
 class LoadedPlugin:
     home: Path
     runtime: object
+    hermes_globals: HermesGlobals
 
     @property
     def index_dir(self) -> Path:
@@ -50,16 +53,17 @@ def plugin(tmp_path_factory, bundled_embedder):
     write_oversized_skill(home / "skills")
     write_hub_skill(home / "skills")
     build_index([SkillsRoot(home / "skills")], home / "skills_index", bundled_embedder)
-    with plugin_loaded(home) as runtime:
+    with plugin_loaded_apart(home) as (runtime, hermes_globals):
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
-        yield LoadedPlugin(home, runtime)
+        yield LoadedPlugin(home, runtime, hermes_globals)
 
 
 @pytest.fixture()
 def plugin_env(plugin, monkeypatch):
-    """Run the test inside the session plugin's Hermes home."""
+    """Run the test inside the session plugin's Hermes home, with its Hermes globals in place."""
     monkeypatch.setenv("HERMES_HOME", str(plugin.home))
-    return plugin
+    with plugin.hermes_globals.active():
+        yield plugin
 
 
 @pytest.fixture()

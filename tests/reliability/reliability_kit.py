@@ -109,32 +109,69 @@ def make_home(root: Path, settings: dict | None = None, skills: Path | None = EX
     return home
 
 
+class HermesGlobals:
+    """What Hermes and the plugin keep process-wide for one loaded plugin: Hermes' plugin manager, the plugin's
+    runtimes by home and the ``search_skills`` tool entry. ``active()`` puts them in place and back."""
+
+    def __init__(self):
+        import hermes_cli.plugins as hermes_plugins
+
+        self.manager = hermes_plugins.PluginManager()
+        self.runtimes: dict = {}
+        self.tool = None
+
+    @contextmanager
+    def active(self):
+        import hermes_cli.plugins as hermes_plugins
+        from tools.registry import registry
+
+        from semantic_skills.hermes import runtime as runtime_module
+        from semantic_skills.hermes import tool
+
+        previous_tool = registry._tools.get(tool.NAME)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(hermes_plugins, "_plugin_manager", self.manager)
+            patch.setattr(runtime_module, "_runtimes", self.runtimes)
+            if self.tool is not None:
+                with registry._lock:
+                    registry._tools[tool.NAME] = self.tool
+            try:
+                yield
+            finally:
+                self.tool = registry._tools.get(tool.NAME)
+                with registry._lock:
+                    if previous_tool is None:
+                        registry._tools.pop(tool.NAME, None)
+                    else:
+                        registry._tools[tool.NAME] = previous_tool
+
+
+@contextmanager
+def plugin_loaded_apart(home: Path):
+    """The plugin loaded for ``home`` by a fresh Hermes plugin manager; yields its runtime and the
+    :class:`HermesGlobals` that a test activates while it runs. Outside ``active()`` Hermes' global state is
+    whatever it was, so suites sharing a process (``tests/hermes``) are not disturbed in any order."""
+    from semantic_skills.hermes import runtime as runtime_module
+
+    state = HermesGlobals()
+    with pytest.MonkeyPatch.context() as patch, state.active():
+        patch.setenv("HERMES_HOME", str(home))
+        state.manager.discover_and_load(force=True)
+        runtime = runtime_module.current_runtime()
+    assert runtime is not None and runtime.home == home, "the plugin did not load"
+    try:
+        yield runtime, state
+    finally:
+        runtime.close()
+
+
 @contextmanager
 def plugin_loaded(home: Path):
-    """The plugin loaded for ``home`` by a fresh Hermes plugin manager; yields its runtime."""
-    import hermes_cli.plugins as hermes_plugins
-    from tools.registry import registry
-
-    from semantic_skills.hermes import runtime as runtime_module
-    from semantic_skills.hermes import tool
-
-    previous_tool = registry._tools.get(tool.NAME)
-    with pytest.MonkeyPatch.context() as patch:
+    """The plugin loaded for ``home`` by a fresh Hermes plugin manager, active until the block ends; yields its
+    runtime."""
+    with plugin_loaded_apart(home) as (runtime, state), state.active(), pytest.MonkeyPatch.context() as patch:
         patch.setenv("HERMES_HOME", str(home))
-        patch.setattr(hermes_plugins, "_plugin_manager", hermes_plugins.PluginManager())
-        patch.setattr(runtime_module, "_runtimes", {})
-        hermes_plugins.get_plugin_manager().discover_and_load(force=True)
-        runtime = runtime_module.current_runtime()
-        assert runtime is not None and runtime.home == home, "the plugin did not load"
-        try:
-            yield runtime
-        finally:
-            runtime.close()
-            with registry._lock:
-                if previous_tool is None:
-                    registry._tools.pop(tool.NAME, None)
-                else:
-                    registry._tools[tool.NAME] = previous_tool
+        yield runtime
 
 
 def litellm_settings(url: str, **extra) -> dict:
