@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from hermes_testkit import Gateway
-from reliability_kit import REPO, WORKER_READY_SECONDS, make_home, plugin_loaded
+from reliability_kit import WORKER_READY_SECONDS, make_home, plugin_loaded
+from support import shared_path
 
-SGD_SKILLS = REPO.parent / "shared" / "data" / "dev" / "sgd" / "skills"
 SKILL = "restaurants-2-reserverestaurant"
 OPENING = f'<skill-context name="{SKILL}" mode="full">'
 BOOK = "I want to book a table at a restaurant for four people tonight."
@@ -36,9 +36,8 @@ def sgd_home(tmp_path_factory, bundled_embedder):
     from semantic_skills.builder import build_index
     from semantic_skills.skills.discovery import SkillsRoot
 
-    if not SGD_SKILLS.is_dir():
-        pytest.skip(f"the SGD dev skills are not at {SGD_SKILLS}")
-    home = make_home(tmp_path_factory.mktemp("long-sessions"), {"route_timeout_ms": 10000}, skills=SGD_SKILLS)
+    sgd_skills = shared_path("data", "dev", "sgd", "skills")
+    home = make_home(tmp_path_factory.mktemp("long-sessions"), {"route_timeout_ms": 10000}, skills=sgd_skills)
     build_index([SkillsRoot(home / "skills")], home / "skills_index", bundled_embedder)
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
