@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 from pathlib import Path
 
@@ -21,8 +23,26 @@ def _isolated_hermes_home(tmp_path_factory, monkeypatch):
     return home
 
 
+# .ci/core-py313 runs the core suite on a Python with no CPU-only PyTorch on this registry, so without torch.
+WITHOUT_TORCH = os.environ.get("SEMANTIC_SKILLS_TESTS_WITHOUT_TORCH") == "1" and not importlib.util.find_spec("torch")
+
+
 @pytest.fixture(scope="session")
-def bundled_embedder():
+def default_model():
+    """The default embedder's model can run here; a run without torch by design (WITHOUT_TORCH) skips the test."""
+    if WITHOUT_TORCH:
+        pytest.skip("the default embedder needs PyTorch, which this run has none of by design (.ci/core-py313)")
+
+
+@pytest.fixture(scope="session")
+def hermes_installed():
+    """Hermes Agent (its ``hermes_cli`` package and ``hermes`` command) is installed beside the plugin."""
+    pytest.importorskip("hermes_cli.config",
+                        reason="Hermes Agent is not installed (pip install -r requirements-dev.txt)")
+
+
+@pytest.fixture(scope="session")
+def bundled_embedder(default_model):
     """The real default embedder, loaded once for the whole session."""
     from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
 

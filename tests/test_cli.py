@@ -289,7 +289,7 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
 # --------------------------------------------------------------------------- whole commands as subprocesses
 
 
-def test_build_embeddings_script_builds_an_index(tmp_path):
+def test_build_embeddings_script_builds_an_index(tmp_path, default_model):
     result = subprocess.run(
         [sys.executable, "build_embeddings.py", "--skills-dir", EXAMPLES / "skills", "--index-dir", tmp_path / "index",
          "--json"],
@@ -300,7 +300,7 @@ def test_build_embeddings_script_builds_an_index(tmp_path):
     assert (tmp_path / "index" / MANIFEST).is_file()
 
 
-def test_demo_runs_without_network():
+def test_demo_runs_without_network(default_model):
     script = textwrap.dedent("""\
         import runpy, socket, sys
         def refuse(*args, **kwargs):
@@ -342,7 +342,7 @@ def test_importing_the_package_loads_no_heavy_library():
     assert json.loads(result.stdout) == []
 
 
-def test_sgd_dev_set_builds_and_routes_one_decision_per_query(tmp_path):
+def test_sgd_dev_set_builds_and_routes_one_decision_per_query(tmp_path, default_model):
     """The issue's check, on the first 40 queries (the full file is run by hand)."""
     skills = shared_path("data", "dev", "sgd", "skills")
     queries_file = shared_path("data", "dev", "sgd", "queries.jsonl")

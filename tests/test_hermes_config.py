@@ -111,7 +111,8 @@ TYPED = {
 ENABLED = {"plugins": {"enabled": ["semantic-skills"], "disabled": []}, "model": {"default": "kept-as-it-was"}}
 
 
-def test_every_setting_can_be_set_by_hermes_config_set_without_touching_the_rest(_isolated_hermes_home):
+def test_every_setting_can_be_set_by_hermes_config_set_without_touching_the_rest(
+        _isolated_hermes_home, hermes_installed):
     from hermes_cli.config import set_config_value
 
     home = _isolated_hermes_home
@@ -145,7 +146,7 @@ def run_fix(fix: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_doctor_names_a_misspelt_setting_and_its_fix_renames_it(_isolated_hermes_home):
+def test_doctor_names_a_misspelt_setting_and_its_fix_renames_it(_isolated_hermes_home, hermes_installed):
     home = _isolated_hermes_home
     config = {**ENABLED, "plugins": {**ENABLED["plugins"], "entries": {"semantic-skills": {
         "threshold": 0.4, "settings": {"embeder": "onnx", "embedder": {"bakend": "onnx"}}}}}}
@@ -234,7 +235,8 @@ def documented_config_commands() -> list[list[str]]:
     return commands
 
 
-def test_the_documented_config_commands_set_valid_settings_and_keep_the_plugin_enabled(_isolated_hermes_home):
+def test_the_documented_config_commands_set_valid_settings_and_keep_the_plugin_enabled(
+        _isolated_hermes_home, hermes_installed):
     from hermes_cli.config import set_config_value, unset_config_value
 
     home = _isolated_hermes_home

