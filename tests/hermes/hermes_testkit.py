@@ -109,11 +109,17 @@ def pip_install_editable(python: Path, folder: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def build_index(home: Path, *args: str) -> subprocess.CompletedProcess:
-    """``semantic-skills build`` for ``home``, as a user runs it."""
-    done = subprocess.run([sys.executable, "-m", "semantic_skills", "build", *args], env=subprocess_env(home),
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+def build_index(home: Path, *args: str):
+    """``semantic-skills build`` for ``home``, as a user runs it, in this process, where the model's libraries are
+    already imported (tests/test_cli.py runs the command in processes of its own); returns click's result."""
+    from click.testing import CliRunner
+
+    from semantic_skills.cli import main
+
+    env = {"HERMES_HOME": str(home), "SEMANTIC_SKILLS_INDEX_DIR": None, "HF_HUB_OFFLINE": "1",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = CliRunner().invoke(main, ["build", *args], env=env)
+    assert done.exit_code == 0, f"{done.output}{done.exception!r}"
     return done
 
 
