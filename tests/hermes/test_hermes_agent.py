@@ -284,6 +284,7 @@ def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps
     from hermes_state import SessionDB
 
     from semantic_skills.hermes.runtime import get_runtime
+    from semantic_skills.worker.protocol import WAITING_FOR_INDEX
 
     home = tmp_path / "fresh-home"
     shutil.copytree(EXAMPLE_SKILLS, home / "skills")
@@ -296,7 +297,9 @@ def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps
             sessions = SessionDB(home / "state.db")
             first = make_agent(llm, "before-build", session_db=sessions).run_conversation(PDF)
             build_index(home)
-            assert get_runtime(home).client.wait_ready(WORKER_READY_SECONDS), get_runtime(home).client.status.detail
+            client = get_runtime(home).client  # its worker looks for the index once a second
+            assert wait_until(lambda: client.status.state != WAITING_FOR_INDEX, timeout=30), client.status.detail
+            assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
             history = make_agent(llm, "before-build", session_db=sessions).run_conversation(  # the gateway's way:
                 "And keep the tables?", conversation_history=first["messages"])["messages"]  # a fresh agent
             make_agent(llm, "after-build").run_conversation(PDF)
