@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import queue
 import re
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
 import time
 import unicodedata
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -224,3 +227,37 @@ def wait_until(predicate, timeout: float, interval: float = 0.1) -> bool:
             return True
         time.sleep(interval)
     return predicate()
+
+
+@contextmanager
+def small_disk(path: Path, size: str = "2M"):
+    """A real tmpfs of ``size`` mounted at ``path`` while the block runs; skips where mounting is not allowed."""
+    if os.geteuid() != 0:
+        pytest.skip("filling a real disk needs a tmpfs, and mounting one needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], check=False)
+
+
+def fill_disk(disk: Path, leave: int = 0) -> Path:
+    """Fill ``disk``'s filesystem with the file ``disk/filler``, then free about ``leave`` bytes of it again."""
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        for chunk in (1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    os.write(fd, bytes(chunk))
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC, exc
+    finally:
+        os.close(fd)
+    if leave:
+        os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler

@@ -27,7 +27,7 @@ from semantic_skills.decision_log import (
     read_record,
 )
 
-from support import REPO
+from support import REPO, fill_disk, small_disk
 
 NOW = 1_790_000_000.0
 
@@ -241,43 +241,23 @@ def test_processes_sharing_a_record_keep_its_lines_whole_and_its_bound(tmp_path)
     assert path.stat().st_size + previous_generation(path).stat().st_size <= 100_000 + 2 * 50_000
 
 
-@pytest.fixture()
-def tiny_tmpfs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("mounting a real tmpfs needs root")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def test_a_full_disk_is_one_warning_and_recording_resumes_once_there_is_room(tmp_path, caplog):
+    with small_disk(tmp_path / "tiny", "256k") as disk:
+        filler = fill_disk(disk)
+        path = disk / "state" / "decisions.jsonl"
+        log = DecisionLog(path, 4_000_000)
 
+        with caplog.at_level(logging.WARNING, logger="semantic_skills"):
+            for n in range(5):
+                log.append(entry(n))
+                log.flush()
+        filler.unlink()
+        log.append(entry(99))
+        log.close()
 
-def test_a_full_disk_is_one_warning_and_recording_resumes_once_there_is_room(tiny_tmpfs, caplog):
-    filler = tiny_tmpfs / "filler"
-    with open(filler, "wb", buffering=0) as fh:
-        try:
-            while True:
-                fh.write(b"\0" * 4096)
-        except OSError:
-            pass
-    path = tiny_tmpfs / "state" / "decisions.jsonl"
-    log = DecisionLog(path, 4_000_000)
-
-    with caplog.at_level(logging.WARNING, logger="semantic_skills"):
-        for n in range(5):
-            log.append(entry(n))
-            log.flush()
-    filler.unlink()
-    log.append(entry(99))
-    log.close()
-
-    warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "No space left on device" in warnings[0] and str(path) in warnings[0]
-    assert reasons(path)[-1] == "entry 99"
+        warnings = [r.getMessage() for r in caplog.records]
+        assert len(warnings) == 1 and "No space left on device" in warnings[0] and str(path) in warnings[0]
+        assert reasons(path)[-1] == "entry 99"
 
 
 def test_the_writer_thread_writes_without_a_flush(tmp_path):

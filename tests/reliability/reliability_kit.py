@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hermes"))  # he
 from semantic_skills.embedders.base import Embedder, EmbedderIdentity  # noqa: E402
 
 from hermes_testkit import NO_RUNTIME_INSTALLS  # noqa: E402
-from support import EXAMPLES, REPO, WORKER_READY_SECONDS, write_skill  # noqa: E402, F401 - the kit's users import it here
+from support import (  # noqa: E402, F401 - the kit's users import them here
+    EXAMPLES,
+    REPO,
+    WORKER_READY_SECONDS,
+    fill_disk,
+    small_disk,
+    write_skill,
+)
 
 KEY_ENV = "RELIABILITY_EMBEDDINGS_KEY"
 
@@ -248,35 +254,3 @@ def agent_context(text: str, platform: str, session: str) -> str:
     return "".join(r["context"] for r in results)
 
 
-@contextmanager
-def small_disk(path: Path, size: str = "2M"):
-    """A real tmpfs of ``size`` mounted at ``path`` while the block runs; skips where mounting is not allowed."""
-    if os.geteuid() != 0:
-        pytest.skip("filling a real disk needs a tmpfs, and mounting one needs root")
-    path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "--lazy", str(path)], check=False)
-
-
-def fill_disk(disk: Path, leave: int = 0) -> Path:
-    """Fill ``disk``'s filesystem with the file ``disk/filler``, then free about ``leave`` bytes of it again."""
-    filler = disk / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    try:
-        for chunk in (1 << 16, 1 << 12, 1):
-            try:
-                while True:
-                    os.write(fd, bytes(chunk))
-            except OSError as exc:
-                assert exc.errno == errno.ENOSPC, exc
-    finally:
-        os.close(fd)
-    if leave:
-        os.truncate(filler, max(0, filler.stat().st_size - leave))
-    return filler
