@@ -8,20 +8,18 @@ the skills that may be chosen for the message, so the best lexical match gets
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 
-_WORD = re.compile(r"[^\W_]{2,}")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+from .skills.words import split_words
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-case words of two or more letters or digits, camelCase split, English stopwords dropped."""
     stopwords = _stopwords()
-    return [w for w in _WORD.findall(_CAMEL.sub(" ", text).lower()) if w not in stopwords]
+    return [w for w in split_words(text) if w not in stopwords]
 
 
 @lru_cache(maxsize=1)

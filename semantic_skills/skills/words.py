@@ -21,9 +21,14 @@ STOPWORDS = frozenset(
 )
 
 
+def split_words(text: str) -> list[str]:
+    """The lower-case words of ``text``, in order: two or more letters or digits, camelCase split."""
+    return _WORD.findall(_CAMEL.sub(" ", text).lower())
+
+
 def words(text: str) -> set[str]:
-    """The lower-case words of ``text`` (two or more letters or digits, camelCase split), common words dropped."""
-    return {w for w in _WORD.findall(_CAMEL.sub(" ", text).lower()) if w not in STOPWORDS}
+    """The words of ``text`` (:func:`split_words`), common words dropped."""
+    return {w for w in split_words(text) if w not in STOPWORDS}
 
 
 def match_by_words(skills: Iterable[Skill], query: str, limit: int) -> list[tuple[Skill, float]]:
