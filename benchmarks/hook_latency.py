@@ -144,7 +144,7 @@ class Recorder:
         from semantic_skills.hermes import record
 
         self.runtime = runtime
-        self.calls: list[tuple[float, float, bool, str]] = []  # (start, ms, rewritten, outcome)
+        self.calls: list[tuple[float, float, bool, str]] = []  # (start, ms, rewritten, the turn's state)
         self.records: list[tuple[float, float]] = []  # record.decision on the loop: (start, ms)
         self.events: list[tuple[float, dict]] = []
         self.agent: list[tuple[float, float, bool]] = []  # (start, ms, got context)
@@ -157,7 +157,7 @@ class Recorder:
             start = time.perf_counter()
             result = original(**kwargs)
             elapsed = (time.perf_counter() - start) * 1000
-            self.calls.append((start, elapsed, bool(result), self._last_outcome()))
+            self.calls.append((start, elapsed, bool(result), self._last_state()))
             return result
 
         timed.__name__ = original.__name__
@@ -179,10 +179,10 @@ class Recorder:
 
         record.decision = timed_decision
 
-    def _last_outcome(self) -> str:
+    def _last_state(self) -> str:
         ledger = self.runtime.turns
         with ledger._lock:
-            return next(reversed(ledger._turns.values())).outcome if ledger._turns else ""
+            return next(reversed(ledger._turns.values())).state.value if ledger._turns else ""
 
     def first_event(self, predicate, after: float) -> float | None:
         for at, message in list(self.events):
@@ -252,8 +252,8 @@ def record_summary(runtime) -> dict:
     runtime.decisions.flush()
     path = runtime.decisions.path
     files = [f for f in (previous_generation(path), path) if f.exists()]
-    return {"on": runtime.settings().record_decisions,
-            "decisions": len(read_record(path, runtime.settings().record_max_bytes).entries),
+    return {"on": runtime.refresh().record_decisions,
+            "decisions": len(read_record(path, runtime.refresh().record_max_bytes).entries),
             "bytes": sum(f.stat().st_size for f in files)}
 
 
@@ -401,7 +401,7 @@ async def run(args, home: Path, roots: list[Path], index_dir: Path) -> dict:
     for number in range(5):
         config_path.write_text(config_path.read_text() + f"# edit {number}\n")
         start = time.perf_counter()
-        runtime.settings()
+        runtime.refresh()
         config_reread_ms.append((time.perf_counter() - start) * 1000)
 
     # swap: rebuild with one skill edited and one added while messages flow

@@ -92,7 +92,7 @@ def test_each_kind_of_decision_is_recorded_without_the_message_text(runtime, _is
 
 
 def decide(rt: PluginRuntime, reply: Reply | None, outcome: str = INJECTED, **extra) -> None:
-    rt.settings()  # as each hook call does first
+    rt.refresh()  # as each hook call does first
     record.decision(rt, path=record.AGENT, platform="cli", reply=reply, outcome=outcome, started=time.monotonic(),
                     **extra)
 

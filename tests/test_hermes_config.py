@@ -133,7 +133,7 @@ def test_every_setting_can_be_set_by_hermes_config_set_without_touching_the_rest
 
 
 def settings_line(home: Path):
-    from semantic_skills.hermes import doctor
+    from semantic_skills.hermes.doctor import setup_checks as doctor
 
     return doctor.settings_check(doctor._setup()[0], None)
 
@@ -174,7 +174,7 @@ def test_the_plugin_logs_a_key_that_is_not_a_setting_once(_isolated_hermes_home,
         "settings": {"prompt_mod": "full"}}}}}))
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
         runtime = PluginRuntime(home)
-        runtime.settings()
+        runtime.refresh()
         runtime.close()
 
     said = [r.getMessage() for r in caplog.records if "prompt_mod" in r.getMessage()]
@@ -190,7 +190,7 @@ def test_the_plugin_logs_a_key_that_is_not_a_setting_once(_isolated_hermes_home,
 ])
 def test_doctor_says_when_hermes_does_not_load_the_plugin_and_how_to_enable_it(_isolated_hermes_home, plugins,
                                                                               detail):
-    from semantic_skills.hermes import doctor
+    from semantic_skills.hermes.doctor import setup_checks as doctor
 
     home = _isolated_hermes_home
     (home / "plugins" / "semantic-skills").mkdir(parents=True)
@@ -203,7 +203,7 @@ def test_doctor_says_when_hermes_does_not_load_the_plugin_and_how_to_enable_it(_
 
 
 def test_doctor_warns_of_an_entry_point_an_older_install_left(_isolated_hermes_home, tmp_path, monkeypatch):
-    from semantic_skills.hermes import doctor
+    from semantic_skills.hermes.doctor import setup_checks as doctor
 
     home = _isolated_hermes_home
     (home / "plugins" / "semantic-skills").mkdir(parents=True)

@@ -158,7 +158,7 @@ def real_record(tmp_path_factory, examples_index):
     home = tmp_path_factory.mktemp("recorded-home")
     set_settings(home, index_dir=str(examples_index))
     rt = PluginRuntime(home)
-    rt.start()
+    rt.client.start()
     assert rt.client.wait_ready(WORKER_READY_SECONDS), rt.client.status.detail
     pdf = rt.client.route(PDF, (), 60)
     assert pdf.data["skill"] == "pdf-to-markdown"

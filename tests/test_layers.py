@@ -85,7 +85,8 @@ def test_the_graph_sees_relative_absolute_and_function_level_imports():
 
     assert "semantic_skills.hermes.config" in graph["semantic_skills.hermes.runtime"]  # from .config import ...
     assert "semantic_skills.errors" in graph["semantic_skills.hermes.config"]  # from ..errors import ...
-    assert "semantic_skills.hermes.capabilities" in graph["semantic_skills.hermes"]  # from . import x, in register()
+    assert "semantic_skills.hermes.hooks" in graph["semantic_skills.hermes"]  # from . import x, in register()
+    assert "semantic_skills.hermes.host.probes" in graph["semantic_skills.hermes"]  # from .host import x
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -98,3 +99,62 @@ def test_the_core_knows_neither_hermes_nor_the_command_line_and_the_adapter_not_
                        for target in targets if room(target) not in MAY_IMPORT[room(module)])
 
     assert crossings == []
+
+
+# --------------------------------------------------------------------------- the adapter's two boundaries
+
+HOST = "semantic_skills.hermes.host"
+TRUST = "semantic_skills.hermes.trust"
+PROMPT_WRAPPER = "semantic_skills.hermes.prompt.wrapper"  # a Hermes without middleware: its listing is wrapped
+GRANTS = ("grant", "grant_row")  # BlockLedger: the methods that make a block's bytes trusted
+
+
+def hermes_modules() -> frozenset[str]:
+    """Every module name the installed Hermes ships (``agent.skill_utils``, ``run_agent``...)."""
+    from importlib.metadata import distributions
+
+    names = set()
+    for dist in distributions():
+        if not (dist.metadata["Name"] or "").lower().startswith("hermes-agent"):
+            continue
+        for file in dist.files or ():
+            parts = file.parts
+            if file.suffix == ".py" and not parts[0].endswith((".dist-info", ".data")) and ".." not in parts:
+                module = list(parts[:-1]) + ([] if file.stem == "__init__" else [file.stem])
+                names.add(".".join(module))
+    return frozenset(names)
+
+
+def hermes_references(path: Path, modules: frozenset[str]) -> list[str]:
+    """Where ``path`` imports a Hermes module or names one in a string (``hermes_function("agent.x", ...)``)."""
+    tops = {name.split(".")[0] for name in modules}
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] in tops]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module.split(".")[0] in tops:
+            found.append(f"from {node.module}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules \
+                and "." in node.value:
+            found.append(repr(node.value))
+    return found
+
+
+def test_only_the_host_package_touches_hermes_modules():
+    modules = hermes_modules()
+    assert {"agent.skill_utils", "hermes_cli.plugins", "gateway.run"} <= modules  # the control: Hermes is known
+    touching = {name: hermes_references(path, modules) for name, (path, _) in module_files().items()
+                if not (name == HOST or name.startswith(HOST + ".") or name == PROMPT_WRAPPER)}
+
+    assert {name: refs for name, refs in touching.items() if refs} == {}
+    assert hermes_references(PACKAGE / "hermes" / "host" / "skills.py", modules)  # the check sees the host's
+
+
+def test_only_the_trust_package_grants_trust():
+    granting = sorted(name for name, (path, _) in module_files().items()
+                      for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                      if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and node.func.attr in GRANTS)
+
+    assert f"{TRUST}.blocks" in granting  # the control: the check sees the one grant of a produced block
+    assert [name for name in granting if not name.startswith(TRUST + ".")] == []

@@ -10,7 +10,8 @@ from dataclasses import fields
 import pytest
 import yaml
 
-from semantic_skills.hermes.config import PROMPT_MODES, PluginSettings
+from semantic_skills.hermes.config import PluginSettings
+from semantic_skills.hermes.prompt.stub import PROMPT_MODES
 from semantic_skills.settings import FLOOR_RANGE, setting_name
 
 from support import REPO

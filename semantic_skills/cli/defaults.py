@@ -28,23 +28,25 @@ def index_dir(chosen: Path | None) -> Path:
     """``--index-dir``, else the configured or default index folder."""
     if chosen:
         return Path(chosen)
-    hermes_config = _hermes_config()
-    return hermes_config.index_dir(settings(), hermes_config.hermes_home())
+    from ..hermes.host.home import hermes_home
+
+    return _hermes_config().index_dir(settings(), hermes_home())
 
 
 def skills_roots() -> list[SkillsRoot]:
     """The skills folders Hermes scans (asked of Hermes when it is installed here), else the Hermes skills
     folder and every ``skills.external_dirs`` folder of config.yaml."""
-    from ..hermes.eligibility import hermes_skills_roots
+    from ..hermes.host.home import hermes_home
+    from ..hermes.offer.roots import scanned_roots
 
-    hermes_config = _hermes_config()
-    return hermes_skills_roots() or hermes_config.skills_roots(_config(), hermes_config.hermes_home())
+    return scanned_roots(hermes_home(), _config())
 
 
 def decision_record() -> Path:
     """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
-    hermes_config = _hermes_config()
-    return hermes_config.decision_record_path(hermes_config.hermes_home())
+    from ..hermes.host.home import hermes_home
+
+    return _hermes_config().decision_record_path(hermes_home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:
@@ -71,8 +73,9 @@ def open_router(index_dir_option: Path | None, backend: str | None, model: str |
 
 
 def _config() -> dict:
-    hermes_config = _hermes_config()
-    return hermes_config.load_config(hermes_config.hermes_home())
+    from ..hermes.host.home import hermes_home
+
+    return _hermes_config().load_config(hermes_home())
 
 
 def _hermes_config():

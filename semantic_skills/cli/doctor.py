@@ -29,8 +29,8 @@ def doctor(timeout, as_json):
     doctor` to check the Python and the Hermes home (profile) that Hermes uses.
     """
     from ..errors import command
-    from ..hermes.doctor import run_doctor
-    from ..hermes.doctor_report import FAIL
+    from ..hermes.doctor.report import FAIL
+    from ..hermes.doctor.setup_checks import run_doctor
 
     checks = run_doctor(timeout)
     healthy = all(check.status != FAIL for check in checks)

@@ -21,7 +21,7 @@ def uninstall(as_json):
     config.yaml, the plugin's state folder (its dedupe and decision records),
     and an index kept elsewhere.
     """
-    from ..hermes.removal import removal_steps
+    from ..hermes.doctor.removal import removal_steps
 
     steps = removal_steps()
     if as_json:

@@ -5,7 +5,7 @@
 calls it once per profile). It is cheap: it wires the
 hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
 the compact skills prompt and says in one line each what this Hermes lacks
-(see capabilities.py); the routing worker starts in the background. Every hook
+(see host/probes.py); the routing worker starts in the background. Every hook
 call then works on the runtime of the Hermes home it is made for. Nothing
 heavy is imported here, and importing this package imports none of its
 modules (the command line reads ``semantic_skills.hermes.config``).
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from pathlib import Path
 
 ROUTING_HOOKS = ("pre_gateway_dispatch", "pre_llm_call")
 HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "on_skill_lifecycle")
@@ -38,7 +37,11 @@ def register(ctx) -> None:
                              handler_fn=cli_command.run, description=cli_command.HELP)
     _check_dependencies(HERMES_COMMAND, HERMES_DISTRIBUTION)
 
-    from . import capabilities, hooks, prompt_stub, tool
+    from . import hooks, tool
+    from .host import probes
+    from .host.lookup import hermes_version, valid_hooks
+    from .prompt import wrapper
+    from .prompt.mode import prompt_mode
     from .runtime import get_runtime, use_plugin_config
 
     get_config = getattr(ctx, "get_config", None)
@@ -51,11 +54,11 @@ def register(ctx) -> None:
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
                       handler=_with_runtime(tool.search_skills),
                       description=tool.SCHEMA["description"], emoji="🧭")
-    prompt_stub.install(_prompt_mode, runtime.log_once, _observe_prompt_build)
-    for capability in capabilities.probe(load_gateway=False):
+    wrapper.install(runtime.log_once, prompt_mode)
+    for capability in probes.probe(load_gateway=False):
         if not capability.available:
-            level = logging.INFO if capability.name in capabilities.ABSENT_FEATURES else logging.WARNING
-            runtime.log_once(level, f"Hermes {capabilities.hermes_version()}: {capability.name} unavailable: "
+            level = logging.INFO if capability.name in probes.ABSENT_FEATURES else logging.WARNING
+            runtime.log_once(level, f"Hermes {hermes_version()}: {capability.name} unavailable: "
                                     f"{capability.detail}")
 
 
@@ -64,8 +67,9 @@ def _check_dependencies(command: str, host: str) -> None:
     from ..errors import ConfigError
     from ..requirements import CORE_MODULES, missing_modules
     from ..settings import EmbedderSettings
-    from .config import hermes_home, load_config, plugin_settings
-    from .install import install_fix
+    from .config import load_config, plugin_settings
+    from .doctor.install_fix import install_fix
+    from .host.home import hermes_home
 
     missing = missing_modules(CORE_MODULES)
     if missing:
@@ -77,16 +81,6 @@ def _check_dependencies(command: str, host: str) -> None:
         fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=host).fix
         raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
                          f"fix: {fix} (then check with: {command} doctor)")
-
-
-def valid_hooks() -> frozenset[str] | None:
-    """The hook names this Hermes knows, or None when it does not say."""
-    try:
-        from hermes_cli.plugins import VALID_HOOKS
-
-        return frozenset(VALID_HOOKS)
-    except Exception:  # noqa: BLE001 - another Hermes: register them all
-        return None
 
 
 def _guarded(name: str, hook):
@@ -117,33 +111,3 @@ def _with_runtime(handler):
         return handler(get_runtime(), *args, **kwargs)
 
     return call
-
-
-def _prompt_mode(arguments: dict) -> str:
-    """The skills prompt for the home a prompt is built for: its ``prompt_mode``, but Hermes' own listing
-    (``full``) while routing cannot work there, so the agent still sees its skills (see fallback.py)."""
-    from .fallback import routing_problem
-    from .runtime import get_runtime
-
-    runtime = get_runtime(_prompt_home(arguments))
-    mode = runtime.settings().prompt_mode
-    problem = routing_problem(runtime) if mode != "full" else ""
-    if problem:
-        runtime.log_once(logging.WARNING, f"{problem}; until then new sessions keep Hermes' own skills listing "
-                                          "and search_skills matches the words of skill names and descriptions")
-        return "full"
-    return mode
-
-
-def _prompt_home(arguments: dict) -> Path:
-    """The Hermes home a skills prompt is built for: the profile Hermes 0.21 names, else this call's home."""
-    from .config import hermes_home
-
-    override = arguments.get("skills_dir_override")
-    return Path(override).parent if override else hermes_home()
-
-
-def _observe_prompt_build(arguments: dict) -> None:
-    from .eligibility import observe_prompt_build
-
-    observe_prompt_build(arguments, _prompt_home(arguments))

@@ -4,10 +4,9 @@ Pure functions of a config mapping (``config.yaml`` as parsed) give the skills
 roots, the disabled skills and this plugin's settings under
 ``plugins.entries.semantic-skills.settings`` (or, where Hermes offers
 ``ctx.get_config``, read through it key by key); :func:`load_config` reads
-that mapping from the Hermes home. Nothing here imports Hermes except
-:func:`hermes_home`, which asks Hermes for the current profile's home when it
-can. Importing this module costs no more than the core's settings: the
-command line uses it for its Hermes defaults.
+that mapping from the Hermes home. Nothing here imports Hermes. Importing this
+module costs no more than the core's settings: the command line uses it for
+its Hermes defaults.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import difflib
 import os
 import re
 import shlex
-import sys
 import threading
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -29,6 +27,7 @@ from ..limits import DEFAULT_MAX_SKILL_CHARS
 from ..logs import logger
 from ..settings import EmbedderSettings, Settings, setting_name
 from ..skills.discovery import SkillsRoot
+from .prompt.stub import COMPACT, PROMPT_MODES
 
 PLUGIN_NAME = "semantic-skills"
 HERMES_COMMAND = f"hermes {PLUGIN_NAME}"  # how a user runs this plugin's command line under Hermes
@@ -37,7 +36,6 @@ ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yam
 SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 DECISION_RECORD_FILE = "decisions.jsonl"  # in the plugin's state folder
-PROMPT_MODES = ("compact", "full")
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class PluginSettings(Settings):
 
     max_skill_chars: int = DEFAULT_MAX_SKILL_CHARS
     max_tool_chars: int = DEFAULT_MAX_SKILL_CHARS
-    prompt_mode: str = "compact"
+    prompt_mode: str = COMPACT
     dedupe_max_sessions: int = 2000
     dedupe_ttl_seconds: int = 86400
     route_timeout_ms: int = 0  # 0: 24 ms for local embedders, 200 ms for litellm
@@ -73,22 +71,6 @@ class PluginSettings(Settings):
 
 SETTING_KEYS = tuple(setting_name(f.name) for f in fields(PluginSettings))
 _ABSENT = object()
-
-
-def hermes_home() -> Path:
-    """The Hermes home of the current call: Hermes' own answer (a profile's home, possibly for this
-    context only), else ``$HERMES_HOME``, else ``~/.hermes``."""
-    constants = sys.modules.get("hermes_constants")
-    if constants is None:
-        try:
-            import hermes_constants as constants
-        except Exception:  # noqa: BLE001 - Hermes is not installed in this Python
-            constants = None
-    try:
-        return Path(constants.get_hermes_home())
-    except Exception:  # noqa: BLE001 - no such function in this Hermes
-        raw = os.environ.get("HERMES_HOME", "").strip()
-        return Path(raw).expanduser() if raw else Path.home() / ".hermes"
 
 
 def hermes_cli(home: Path) -> str:

@@ -4,30 +4,28 @@
 (no index yet, or the routing worker's own verdict: an index from another
 embedder, a missing package, a worker that keeps exiting), or ``""`` when it
 can. While it cannot, a session whose system prompt Hermes builds keeps
-Hermes' full skills listing instead of the compact stub (the skills prompt's
-mode is decided in ``__init__.py``), and :func:`search_by_words` answers
+Hermes' full skills listing instead of the compact stub (see
+``prompt/mode.py``), and :func:`search_by_words` answers
 ``search_skills`` from the skill files themselves, matching the query's words
 in names, folders, descriptions and tags.
 
-The word search errs towards leaving a skill out: one Hermes would not offer
+The word search errs towards leaving a skill out: one the offer hides
 (disabled, another OS, an inactive environment) is never listed, and neither
 is one whose offer depends on the session (``metadata.hermes`` conditions,
-trusted project folders, organisation mirrors).
+trusted project folders, organisation mirrors): see ``offer/rules.py``.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..index import MANIFEST
-from ..skills.discovery import SkillsRoot, discover_skills, org_of
-from ..skills.eligibility import environments_allow, platforms_allow
-from ..skills.parsing import Skill
+from ..skills.discovery import discover_skills
 from ..skills.words import match_by_words
 from ..worker.protocol import FAILED, WAITING_FOR_INDEX
-from .config import HERMES_COMMAND, skills_roots
-from .eligibility import METADATA_NAMESPACE, Offer, hermes_home_bound, hermes_skills_roots
+from .config import HERMES_COMMAND
+from .offer.roots import scanned_roots
+from .offer.rules import Offer, session_dependent
 
 if TYPE_CHECKING:
     from .runtime import PluginRuntime
@@ -35,7 +33,7 @@ if TYPE_CHECKING:
 
 def routing_problem(rt: PluginRuntime) -> str:
     """Why routing cannot serve ``rt``'s home now, with the fix; ``""`` when it can (or may yet: still loading)."""
-    rt.settings()  # a changed index folder or embedder is taken up first
+    rt.refresh()  # a changed index folder or embedder is taken up first
     status = rt.client.status
     if status.state in (FAILED, WAITING_FOR_INDEX) and status.detail:
         return status.detail
@@ -46,26 +44,11 @@ def routing_problem(rt: PluginRuntime) -> str:
 
 def search_by_words(rt: PluginRuntime, query: str, limit: int, offer: Offer) -> dict:
     """``search_skills``' answer from the skill files, shaped as the worker's (``results``, ``best`` with its body)."""
-    with hermes_home_bound(rt.home):
-        roots = hermes_skills_roots() or skills_roots(rt.config(), rt.home)
-    offered = [skill for skill in discover_skills(roots).skills if _offered(skill, roots, offer)]
+    roots = scanned_roots(rt.home, rt.config())
+    offered = [skill for skill in discover_skills(roots).skills
+               if offer.hidden_by(skill) is None and not session_dependent(skill, roots)]
     found = match_by_words(offered, query, limit)
     results = [{"name": skill.name, "description": skill.description, "score": round(score, 4)}
                for skill, score in found]
     best = {"name": found[0][0].name, "body": found[0][0].body.strip("\n"), "omitted": 0} if found else None
     return {"results": results, "best": best}
-
-
-def _offered(skill: Skill, roots: list[SkillsRoot], offer: Offer) -> bool:
-    """Whether Hermes offers ``skill`` whatever the session: the rules the word search can apply itself."""
-    excluded = offer.exclude - offer.pinned
-    if skill.name in excluded or skill.folder in excluded:
-        return False
-    if not platforms_allow(skill.platforms) or not environments_allow(skill.environments,
-                                                                        offer.inactive_environments):
-        return False
-    if dict(skill.conditions).get(METADATA_NAMESPACE):
-        return False
-    path = Path(skill.path)
-    return not any((root.project and path.is_relative_to(root.path)) or org_of(skill.path, root.path)
-                   for root in roots)

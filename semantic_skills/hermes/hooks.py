@@ -3,7 +3,7 @@
 ``pre_gateway_dispatch`` runs on the gateway's event loop for every incoming
 chat message, before authorization. It waits at most ``route_timeout_ms`` for
 the routing worker and, when a skill fits and the chat's record is certain the
-model does not have it yet (see dedupe.py), rewrites the message to
+model does not have it yet (see trust/chats.py), rewrites the message to
 ``<skill block> + blank line + original text``. When the answer is late, the
 worker is warming up or the record cannot tell (after a compression that
 rotated the session, ``/resume``, a restart...), the message passes through
@@ -14,10 +14,10 @@ with the history Hermes is about to send. It finishes the filed gateway turns,
 and routes the messages of the paths that never pass the gateway hook (CLI,
 TUI, cron, API server) itself. Either way it adds the block as context
 (Hermes appends it to the user message) only if the history does not already
-carry it (see live.py): whatever compression, a resumed session or ``/undo``
+carry it (see trust/live.py): whatever compression, a resumed session or ``/undo``
 did, the skill is in front of the model once, and these paths need no memory
 of their own. All its waits together stay within one budget
-(:meth:`~.runtime.PluginRuntime.hook_deadline`).
+(:meth:`~.budget.Deadline.for_agent_hook`).
 
 Each routed message is recorded once (see record.py), by the hook that
 finished it: the gateway hook for what it decided (a queue put on the loop),
@@ -36,15 +36,18 @@ import time
 
 from .. import decision_log
 from ..gates import is_small_talk
-from ..injection import FULL, HINT, SkillBlock, hint_block, inject, skill_block
+from ..injection import SkillBlock, inject
 from ..limits import MAX_MESSAGE_CHARS
 from ..worker.pending import result_within
 from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, status_for_state
 from . import record
-from .gateway_state import authorized, awaiting_answer
-from .live import Live, LiveContext, add_block, covered
-from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, Deadline, PluginRuntime
-from .turns import DECIDED, DEFERRED, INJECTED, PENDING, GatewayTurn
+from .budget import AGENT_ANSWER_TIMEOUT_SECONDS, Deadline
+from .host.gateway import authorized, awaiting_answer
+from .host.session import peek_session_id, session_key
+from .runtime import PluginRuntime
+from .trust import blocks
+from .trust.live import Live, LiveContext, add_block, covered
+from .turns import GatewayTurn, TurnState
 
 SKILL_MANAGE = "skill_manage"
 
@@ -56,14 +59,14 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     source = getattr(event, "source", None)
     if source is None or not authorized(gateway, source):
         return None  # the gateway will refuse the sender: spend nothing on it
-    session_key = _session_key(gateway, source)
-    if session_key is None or awaiting_answer(gateway, session_key):
+    key = session_key(gateway, source)
+    if key is None or awaiting_answer(gateway, key):
         return None  # an answer to a pending prompt, or a secret: it reaches Hermes untouched, unseen
     text = event.text if isinstance(getattr(event, "text", None), str) else ""
     platform = getattr(getattr(source, "platform", None), "value", None) or ""
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
-                       session_key=session_key, session_id=_peek_session_id(session_store, session_key),
-                       text=text[:MAX_MESSAGE_CHARS], outcome=DECIDED)  # all the worker sees; enough to match
+                       session_key=key, session_id=peek_session_id(session_store, key),
+                       text=text[:MAX_MESSAGE_CHARS], state=TurnState.DECIDED)  # all the worker sees; enough to match
     rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text) else None
     rt.turns.record(turn)
     return rewrite
@@ -76,7 +79,7 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
     ``pre_llm_call`` (late answer, cold worker, a chat that may carry the
     skill) is recorded there.
     """
-    settings = rt.settings()  # a changed index folder or embedder restarts the worker here
+    settings = rt.refresh()  # a changed index folder or embedder restarts the worker here
     rt.send_reindex()
     if not rt.client.ready:
         rt.client.start()
@@ -86,24 +89,25 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
         else:
             rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
                                       "through and get their skill just before the model call")
-            turn.outcome = DEFERRED
+            turn.state = TurnState.DEFERRED
         return None
     offer = rt.offer(turn.platform)
     turn.decision = rt.client.route_async(text, offer.exclude, settings.floor, offer.inactive_environments)
-    reply = result_within(turn.decision, rt.route_timeout())
+    timeout = rt.route_timeout()
+    reply = result_within(turn.decision, timeout)
     if reply.status == TIMEOUT:
-        rt.log_once(logging.INFO, f"a routing answer took longer than {rt.route_timeout() * 1000:.0f} ms; "
+        rt.log_once(logging.INFO, f"a routing answer took longer than {timeout * 1000:.0f} ms; "
                                   "late skills are added just before the model call")
-        turn.outcome = PENDING
+        turn.state = TurnState.PENDING
         return None
     block, outcome = _decided_block(rt, reply)
-    if block is not None and not rt.dedupe.claim_rewrite(turn.session_key, turn.session_id, block):
-        turn.outcome = PENDING  # the chat may carry it already: pre_llm_call looks at the history
+    if block is not None and not rt.trust.claim_rewrite(turn.session_key, turn.session_id, block):
+        turn.state = TurnState.PENDING  # the chat may carry it already: pre_llm_call looks at the history
         return None
     _record_turn(rt, turn, reply, outcome)
     if block is None:
         return None
-    turn.outcome, turn.block = INJECTED, block
+    turn.state, turn.block = TurnState.REWRITTEN, block
     return {"action": "rewrite", "text": inject(text, block.text)}
 
 
@@ -112,6 +116,7 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
     """Return ``{"context": skill block}`` when this turn needs a skill the history does not carry."""
     if not isinstance(user_message, str) or not user_message.strip():
         return None
+    rt.refresh()
     deadline = rt.hook_deadline()
     platform, sender_id = platform or "", str(sender_id or "")
     turns = rt.turns.take(platform, sender_id, session_id, user_message)
@@ -131,7 +136,7 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
 
 def on_session_reset(rt: PluginRuntime, old_session_id=None, new_session_id=None, **_) -> None:
     """A gateway ``/new`` or ``/reset``: the chat's new session starts with an empty context."""
-    rt.dedupe.session_reset(old_session_id, new_session_id)
+    rt.trust.session_reset(old_session_id, new_session_id)
 
 
 def post_tool_call(rt: PluginRuntime, tool_name=None, **_) -> None:
@@ -153,7 +158,7 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
     have = dict(live.before)  # what the model will read: the history, then what this turn adds
     context: SkillBlock | None = None
     for turn in turns:
-        if turn.outcome == INJECTED and turn.block.text in user_message:
+        if turn.state == TurnState.REWRITTEN and turn.block.text in user_message:
             add_block(have, turn.block.mode, turn.block.names)  # the rewrite reached the agent as it was
             continue
         if context is not None:
@@ -165,18 +170,18 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
     for name, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
         add_block(have, mode, (name,))
     for key in {turn.session_key for turn in turns}:
-        rt.dedupe.confirm(key, session_id, have)
+        rt.trust.confirm(key, session_id, have)
     return {"context": context.text} if context is not None else None
 
 
 def _late_block(rt: PluginRuntime, turn: GatewayTurn, live: Live, deadline: Deadline) -> SkillBlock | None:
     """The block a gateway turn the gateway did not rewrite (or whose rewrite another plugin replaced) still
     needs, given what is ``live``; records the decision of a turn the gateway hook left open."""
-    if turn.outcome == INJECTED:  # recorded by the gateway hook
+    if turn.state == TurnState.REWRITTEN:  # recorded by the gateway hook
         return None if covered(live, turn.block) else turn.block
-    if turn.outcome == PENDING:
+    if turn.state == TurnState.PENDING:
         started, reply = turn.received, result_within(turn.decision, deadline.for_answer())
-    elif turn.outcome == DEFERRED:
+    elif turn.state == TurnState.DEFERRED:
         started, reply = time.monotonic(), _route(rt, turn.text, turn.platform, deadline)
     else:
         return None  # decided, and recorded if routed, by the gateway hook
@@ -189,7 +194,7 @@ def _late_block(rt: PluginRuntime, turn: GatewayTurn, live: Live, deadline: Dead
 
 def _record_unfinished(rt: PluginRuntime, turn: GatewayTurn) -> None:
     """Record a gateway turn left open when an earlier message of the same model call took its one block."""
-    if turn.outcome in (PENDING, DEFERRED):
+    if turn.state in (TurnState.PENDING, TurnState.DEFERRED):
         _record_turn(rt, turn, None, decision_log.UNANSWERED, path=record.AGENT,
                      reason="not decided: an earlier message of the same model call took its one skill block")
 
@@ -201,13 +206,13 @@ def _record_turn(rt: PluginRuntime, turn: GatewayTurn, reply: Reply | None, outc
 
 
 def _live_context(rt: PluginRuntime, history, user_message: str, deadline: Deadline) -> LiveContext:
-    rt.dedupe.wait_loaded(deadline.within(AGENT_ANSWER_TIMEOUT_SECONDS))  # the blocks of earlier processes
-    return LiveContext.of(history, user_message, rt.dedupe.blocks)
+    rt.trust.wait_loaded(deadline.within(AGENT_ANSWER_TIMEOUT_SECONDS))  # the blocks of earlier processes
+    return LiveContext.of(history, user_message, rt.trust.ledger)
 
 
 def _route(rt: PluginRuntime, text: str, platform: str, deadline: Deadline) -> Reply:
     """Route ``text`` from the agent's thread, waiting for a cold worker as long as the settings and budget allow."""
-    settings = rt.settings()
+    settings = rt.settings
     if not rt.client.ready:
         rt.client.wait_ready(deadline.within(settings.warmup_wait_seconds))
     rt.send_reindex()
@@ -217,10 +222,11 @@ def _route(rt: PluginRuntime, text: str, platform: str, deadline: Deadline) -> R
 
 
 def _decided_block(rt: PluginRuntime, reply: Reply) -> tuple[SkillBlock | None, str]:
-    """The block a worker's reply decides, with the outcome to record: INJECTED (for the caller to change
-    when the block is already live), or, without a block, NOTHING or UNANSWERED (no usable answer)."""
+    """The block a worker's reply decides, issued as the plugin's own, with the outcome to record: INJECTED (for
+    the caller to change when the block is already live), or, without a block, NOTHING or UNANSWERED (no usable
+    answer)."""
     answer = _routed_skill(rt, reply)
-    block = _block(rt, answer)
+    block = blocks.issue(answer, rt.trust, rt.settings.max_skill_chars, rt.block_limit)
     if block is not None:
         return block, decision_log.INJECTED
     return None, decision_log.NOTHING if reply.ok and answer is None else decision_log.UNANSWERED
@@ -236,51 +242,7 @@ def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
     return reply.data if isinstance(skill, str) and skill else None
 
 
-def _block(rt: PluginRuntime, answer: dict | None) -> SkillBlock | None:
-    """The block for a worker's answer, the same bytes on either path, recorded as the plugin's own.
-
-    A full block is capped at ``max_skill_chars`` and at what Hermes passes
-    on as hook context unchanged, so it is never replaced by Hermes' preview.
-    An answer without a mode (an older worker) is a full one.
-    """
-    if answer is None:
-        return None
-    mode = answer.get("mode") or FULL
-    if mode == HINT:
-        block = hint_block(_named(answer))
-    elif mode == FULL and isinstance(answer.get("body"), str):
-        block = skill_block(answer["skill"], answer["body"], rt.settings().max_skill_chars,
-                            int(answer.get("omitted") or 0), rt.block_limit())
-    else:
-        return None
-    rt.dedupe.remember(block)
-    return block
-
-
-def _named(answer: dict) -> list[tuple[str, str]]:
-    """The ``(name, description)`` pairs a hint answer names; at least its skill."""
-    named = [(entry["name"], entry.get("description") if isinstance(entry.get("description"), str) else "")
-             for entry in answer.get("named") or () if isinstance(entry, dict)
-             and isinstance(entry.get("name"), str) and entry["name"]]
-    return named or [(answer["skill"], "")]
-
-
 def _wants_routing(text: str) -> bool:
     """False for what must reach Hermes untouched or needs no skill; whatever else it holds, text is routed."""
     stripped = text.lstrip()
     return bool(stripped) and not stripped.startswith("/") and not is_small_talk(text)
-
-
-def _session_key(gateway, source) -> str | None:
-    """The gateway's session key for ``source``; None when the gateway cannot say."""
-    try:
-        key = gateway._session_key_for_source(source)
-    except Exception:  # noqa: BLE001 - no key, no pending-state check: do not route
-        return None
-    return key if isinstance(key, str) else None
-
-
-def _peek_session_id(session_store, session_key: str) -> str | None:
-    peek = getattr(session_store, "peek_session_id", None)
-    value = peek(session_key) if callable(peek) else None
-    return value if isinstance(value, str) and value else None

@@ -43,7 +43,7 @@ def decision(rt: PluginRuntime, *, path: str, platform: str, reply: Reply | None
     builds and appends it. Never raises.
     """
     try:
-        settings = rt.current_settings
+        settings = rt.settings
         if not settings.record_decisions:
             return
         rt.decisions.max_bytes = settings.record_max_bytes

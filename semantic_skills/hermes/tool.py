@@ -7,12 +7,14 @@ import json
 from ..injection import cap_body
 from ..limits import MAX_QUERY_CHARS
 from ..worker.protocol import DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, Reply
+from .budget import AGENT_ANSWER_TIMEOUT_SECONDS
 from .config import HERMES_COMMAND
-from .eligibility import current_platform
 from .fallback import routing_problem, search_by_words
-from .runtime import AGENT_ANSWER_TIMEOUT_SECONDS, PluginRuntime
+from .host.session import current_platform
+from .prompt.stub import SEARCH_TOOL
+from .runtime import PluginRuntime
 
-NAME = "search_skills"
+NAME = SEARCH_TOOL
 TOOLSET = "semantic_skills"
 
 SCHEMA = {
@@ -48,7 +50,7 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
     except ValueError as exc:
         return _error("invalid_arguments", str(exc))
     try:
-        settings = rt.settings()
+        settings = rt.refresh()
         rt.client.start()
         offer = rt.offer(current_platform())
         reply = rt.client.search(query, limit, offer.exclude - offer.pinned, AGENT_ANSWER_TIMEOUT_SECONDS,

@@ -15,14 +15,19 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable
 
 from ..injection import SkillBlock
 
-INJECTED = "injected"  # the gateway rewrote the message with ``block``
-DECIDED = "decided"    # the gateway decided to inject nothing
-PENDING = "pending"    # ``decision`` carries (or will carry) the answer; pre_llm_call checks it against the history
-DEFERRED = "deferred"  # the worker was not ready: pre_llm_call routes ``text`` itself
+
+class TurnState(Enum):
+    """Where a gateway turn stands when ``pre_llm_call`` takes it (a decision record outcome is another thing)."""
+
+    REWRITTEN = "rewritten"  # the gateway rewrote the message with ``block``
+    DECIDED = "decided"      # the gateway decided, and recorded, that nothing is injected
+    PENDING = "pending"      # ``decision`` carries (or will carry) the answer, for pre_llm_call to check
+    DEFERRED = "deferred"    # the worker was not ready: pre_llm_call routes ``text`` itself
 
 
 @dataclass
@@ -34,7 +39,7 @@ class GatewayTurn:
     session_key: str
     session_id: str | None  # as peeked before the message; None for a brand-new session
     text: str
-    outcome: str
+    state: TurnState
     block: SkillBlock | None = None
     decision: Future | None = None
     received: float = field(default_factory=time.monotonic)  # when the gateway hook got it: routing starts here

@@ -189,7 +189,7 @@ def test_a_multiplexing_gateway_routes_each_profile_with_its_own_settings_index_
         assert get_runtime(work).client.wait_ready(WORKER_READY_SECONDS), get_runtime(work).client.status.detail
         default_docker, default_kite, default_pdf = (gateway.send(text, user) for text in (DOCKER, KITE, PDF))
         work_docker, work_kite, work_pdf = in_work(DOCKER), in_work(KITE), in_work(PDF)
-        work_record = get_runtime(work).dedupe
+        work_record = get_runtime(work).trust
     finally:
         get_runtime(work).close()
 
@@ -202,4 +202,4 @@ def test_a_multiplexing_gateway_routes_each_profile_with_its_own_settings_index_
     # the same chat got pdf-to-markdown in each profile: each home keeps its own "already injected" record
     assert '<skill-context name="pdf-to-markdown"' in delivered(default_pdf)
     assert '<skill-context name="pdf-to-markdown"' in delivered(work_pdf)
-    assert work_record is not runtime.dedupe and runtime.home != work
+    assert work_record is not runtime.trust and runtime.home != work

@@ -15,8 +15,10 @@ import types
 import pytest
 import yaml
 
-from semantic_skills.hermes import HOOKS, _guarded, capabilities, config, hooks, register
+from semantic_skills.hermes import HOOKS, _guarded, hooks, register
 from semantic_skills.hermes.config import PLUGIN_NAME, default_index_dir, plugin_settings
+from semantic_skills.hermes.host import home, probes
+from semantic_skills.hermes.host.lookup import hermes_version
 from semantic_skills.hermes.runtime import PluginRuntime, get_runtime, use_plugin_config
 
 LIFECYCLE_ACTIONS = ("created", "patched", "edited", "installed", "archived", "stale", "restored")
@@ -130,10 +132,10 @@ def test_a_runtime_reads_its_settings_through_get_config_again_when_the_config_c
     use_plugin_config(main_get_config(config, []))
     runtime = PluginRuntime(tmp_path)
     try:
-        assert runtime.settings().prompt_mode == "full"
+        assert runtime.refresh().prompt_mode == "full"
         config["plugins"]["entries"][PLUGIN_NAME]["settings"]["prompt_mode"] = "compact"
         (tmp_path / "config.yaml").write_text(yaml.safe_dump({"unrelated": 2, "pad": "changed"}))
-        assert runtime.settings().prompt_mode == "compact"
+        assert runtime.refresh().prompt_mode == "compact"
     finally:
         use_plugin_config(None)
         runtime.close()
@@ -150,7 +152,7 @@ def test_the_home_follows_hermes_per_context_override(hermes_home, tmp_path):
     profile.mkdir(parents=True)
     token = hermes_constants.set_hermes_home_override(str(profile))
     try:
-        assert config.hermes_home() == profile
+        assert home.hermes_home() == profile
         work = get_runtime()
         try:
             assert work.home == profile and work is not get_runtime(hermes_home.path)
@@ -159,7 +161,7 @@ def test_the_home_follows_hermes_per_context_override(hermes_home, tmp_path):
             work.close()
     finally:
         hermes_constants.reset_hermes_home_override(token)
-    assert config.hermes_home() == hermes_home.path
+    assert home.hermes_home() == hermes_home.path
 
 
 def test_the_default_index_belongs_to_the_home(tmp_path):
@@ -174,13 +176,13 @@ def test_the_default_index_belongs_to_the_home(tmp_path):
 
 
 def test_every_capability_answers_and_0_19_lacks_only_what_it_never_had():
-    found = {c.name: c for c in capabilities.detect()}
+    found = {c.name: c for c in probes.probe(load_gateway=True)}
 
     assert all(isinstance(c.detail, str) and c.detail and "\n" not in c.detail for c in found.values())
     missing = {name for name, c in found.items() if not c.available}
-    assert missing == {capabilities.SECRET_CAPTURE, capabilities.SKILL_LIFECYCLE, capabilities.PROJECT_SKILLS,
-                       capabilities.PLUGIN_CONFIG, capabilities.HOOK_TIME_LIMIT, capabilities.PINNED_SKILLS}
-    assert capabilities.hermes_version() == "0.19.0"
+    assert missing == {probes.SECRET_CAPTURE, probes.SKILL_LIFECYCLE, probes.PROJECT_SKILLS,
+                       probes.PLUGIN_CONFIG, probes.HOOK_TIME_LIMIT, probes.PINNED_SKILLS}
+    assert hermes_version() == "0.19.0"
 
 
 def test_the_version_shown_is_the_one_hermes_reports(monkeypatch):
@@ -196,13 +198,13 @@ def test_the_version_shown_is_the_one_hermes_reports(monkeypatch):
         raise AttributeError(name)
 
     monkeypatch.setattr(hermes_cli, "__getattr__", stamped, raising=False)
-    assert capabilities.hermes_version() == "0.0.0"  # the metadata says 0.19.0
+    assert hermes_version() == "0.0.0"  # the metadata says 0.19.0
 
     def unreadable(name):
         raise OSError("install stamp unreadable")
 
     monkeypatch.setattr(hermes_cli, "__getattr__", unreadable)
-    assert capabilities.hermes_version() == "0.19.0"
+    assert hermes_version() == "0.19.0"
 
 
 def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):
@@ -226,21 +228,21 @@ def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):
 
     monkeypatch.setattr(agent.skill_commands, "resolve_auto_load_skills", lambda user_config=None: [], raising=False)
 
-    found = {c.name: c for c in capabilities.detect()}
-    for name in (capabilities.SKILL_LIFECYCLE, capabilities.PLUGIN_CONFIG, capabilities.SECRET_CAPTURE,
-                 capabilities.HOOK_TIME_LIMIT, capabilities.PINNED_SKILLS):
+    found = {c.name: c for c in probes.probe(load_gateway=True)}
+    for name in (probes.SKILL_LIFECYCLE, probes.PLUGIN_CONFIG, probes.SECRET_CAPTURE,
+                 probes.HOOK_TIME_LIMIT, probes.PINNED_SKILLS):
         assert found[name].available, found[name]
-    assert "after 30 s" in found[capabilities.HOOK_TIME_LIMIT].detail
-    assert "session_platforms" in found[capabilities.SKILL_CONDITIONS].detail
+    assert "after 30 s" in found[probes.HOOK_TIME_LIMIT].detail
+    assert "session_platforms" in found[probes.SKILL_CONDITIONS].detail
 
 
 def test_a_failing_probe_is_reported_not_raised(monkeypatch):
     import tools.hook_output_spill
 
     monkeypatch.setattr(tools.hook_output_spill, "get_spill_config", lambda: 1 / 0)
-    found = {c.name: c for c in capabilities.detect()}
-    assert not found[capabilities.HOOK_OUTPUT_CAP].available
-    assert "probe failed (ZeroDivisionError" in found[capabilities.HOOK_OUTPUT_CAP].detail
+    found = {c.name: c for c in probes.probe(load_gateway=True)}
+    assert not found[probes.HOOK_OUTPUT_CAP].available
+    assert "probe failed (ZeroDivisionError" in found[probes.HOOK_OUTPUT_CAP].detail
 
 
 def test_register_says_in_one_line_each_what_this_hermes_lacks(runtime, tmp_path, monkeypatch, caplog):
@@ -250,6 +252,6 @@ def test_register_says_in_one_line_each_what_this_hermes_lacks(runtime, tmp_path
     get_runtime(tmp_path).close()
     lines = [r for r in caplog.records if "unavailable" in r.getMessage()]
     assert sorted(r.getMessage().split(": ")[2].split(" ")[0] for r in lines) == sorted(
-        [capabilities.HOOK_TIME_LIMIT, capabilities.PLUGIN_CONFIG, capabilities.PROJECT_SKILLS,
-         capabilities.SECRET_CAPTURE, capabilities.SKILL_LIFECYCLE, capabilities.PINNED_SKILLS])
+        [probes.HOOK_TIME_LIMIT, probes.PLUGIN_CONFIG, probes.PROJECT_SKILLS,
+         probes.SECRET_CAPTURE, probes.SKILL_LIFECYCLE, probes.PINNED_SKILLS])
     assert {r.levelno for r in lines} == {logging.INFO}  # features this Hermes never had: nothing is lost

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.hermes import _observe_prompt_build, prompt_stub
+from semantic_skills.hermes.prompt import stub, tools_view, wrapper
 from semantic_skills.logs import OnceLogger
 
 LISTING = "## Skills\n<available_skills>\n  devops:\n    - docker-compose-debug\n</available_skills>"
 TOOLS = {"skill_view", "skills_list", "search_skills", "terminal"}
 AGENT = types.SimpleNamespace(valid_tool_names=TOOLS, skills_dir=Path("/home/u/.hermes/profiles/work/skills"))
-STUB = prompt_stub.COMPACT_SKILLS_PROMPT
+STUB = stub.COMPACT_SKILLS_PROMPT
+
 
 def main_prompt_builder() -> types.ModuleType:
     """``agent/prompt_builder.py:build_skills_system_prompt`` as upstream main declares it (4th parameter)."""
@@ -104,7 +105,7 @@ def test_the_0_21_skills_section_is_the_constant_stub(hermes_main, monkeypatch, 
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt())
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == LISTING  # the control: Hermes' listing
 
-    assert prompt_stub.install(lambda arguments: "compact", OnceLogger()) is True
+    assert wrapper.install(OnceLogger(), lambda home: "compact") is True
 
     prompts = {sys.modules["agent.system_prompt"].skills_prompt(AGENT) for _ in range(3)}
     assert prompts == {STUB}  # byte-identical on every build
@@ -116,7 +117,7 @@ def test_the_stub_is_the_same_bytes_for_every_profile(hermes_main, monkeypatch, 
     profile a prompt is built for, and whatever home this thread has bound, the stub is one constant."""
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "default"))
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
-    assert prompt_stub.install(lambda arguments: "compact", OnceLogger(), _observe_prompt_build)
+    assert wrapper.install(OnceLogger(), lambda home: "compact")
 
     stubs = {sys.modules["agent.system_prompt"].skills_prompt(
         types.SimpleNamespace(valid_tool_names=TOOLS, skills_dir=tmp_path / home / "skills"))
@@ -127,13 +128,13 @@ def test_the_stub_is_the_same_bytes_for_every_profile(hermes_main, monkeypatch, 
 def test_full_mode_hands_hermes_exactly_what_it_passed(hermes_main, monkeypatch):
     """upstream agent/prompt_builder.py:build_skills_system_prompt receives skills_dir_override unchanged."""
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
-    seen = []
-    assert prompt_stub.install(lambda arguments: "full", OnceLogger(), seen.append)
+    homes = []
+    assert wrapper.install(OnceLogger(), lambda home: homes.append(home) or "full")
 
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == LISTING
     assert hermes_main.calls == [AGENT.skills_dir]
-    assert seen == [{"available_tools": TOOLS, "available_toolsets": {"skills"}, "compact_categories": None,
-                     "skills_dir_override": AGENT.skills_dir}]
+    assert homes == [AGENT.skills_dir.parent]  # the profile the prompt is built for
+    assert tools_view.session_tools(AGENT.skills_dir.parent, "") == (frozenset(TOOLS), frozenset({"skills"}))
 
 
 def test_the_wrapper_takes_the_call_an_old_three_parameter_replacement_failed(hermes_main, monkeypatch):
@@ -144,14 +145,14 @@ def test_the_wrapper_takes_the_call_an_old_three_parameter_replacement_failed(he
     original = hermes_main.build_skills_system_prompt
 
     def old_replacement(available_tools=None, available_toolsets=None, compact_categories=None):
-        return prompt_stub.compact_skills_prompt(available_tools)
+        return stub.compact_skills_prompt(available_tools)
 
     monkeypatch.setattr(hermes_main, "build_skills_system_prompt", old_replacement)
     with pytest.raises(TypeError, match="skills_dir_override"):  # the control
         sys.modules["agent.system_prompt"].skills_prompt(AGENT)
 
     monkeypatch.setattr(hermes_main, "build_skills_system_prompt", original)
-    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
+    assert wrapper.install(OnceLogger(), lambda home: "compact")
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
@@ -163,12 +164,12 @@ def test_a_real_attribute_on_run_agent_is_replaced_too(hermes_main, monkeypatch)
     monkeypatch.setitem(sys.modules, "run_agent", run_agent)
     monkeypatch.setitem(sys.modules, "agent.system_prompt", system_prompt_through_run_agent())
 
-    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
+    assert wrapper.install(OnceLogger(), lambda home: "compact")
     assert sys.modules["agent.system_prompt"].skills_prompt(AGENT) == STUB
 
 
 def test_a_call_that_fits_no_signature_is_left_to_hermes(hermes_main):
     """A keyword the wrapper cannot place (a newer Hermes) goes to the original unchanged: Hermes answers."""
-    assert prompt_stub.install(lambda arguments: "compact", OnceLogger())
+    assert wrapper.install(OnceLogger(), lambda home: "compact")
     with pytest.raises(TypeError):
         hermes_main.build_skills_system_prompt(available_tools=TOOLS, skill_names=frozenset({"x"}))

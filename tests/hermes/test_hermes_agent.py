@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
+from semantic_skills.hermes.prompt.stub import COMPACT_SKILLS_PROMPT
 from semantic_skills.hermes.tool import PINNED_NOTE
 
 from fake_llm import last_user_content, make_agent

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from semantic_skills.embedders.base import EmbedderIdentity
-from semantic_skills.hermes import eligibility
-from semantic_skills.hermes.eligibility import Eligibility, observe_prompt_build
+from semantic_skills.hermes.host import skills as hermes_skills
+from semantic_skills.hermes.offer.rules import Eligibility
+from semantic_skills.hermes.prompt import tools_view
 from semantic_skills.index.manifest import Manifest, SkillRecord
 from semantic_skills.logs import OnceLogger
 from semantic_skills.skills.discovery import PROJECT
@@ -68,7 +69,7 @@ def test_conditioned_skills_are_offered_exactly_when_hermes_lists_them(home, too
     gated = tuple(gated_skills(manifest_of(paths, home / "skills")))
     assert {g["name"] for g in gated} == set(CONDITIONED) - {"plain"}
     if tools is not None:
-        observe_prompt_build({"available_tools": tools, "available_toolsets": toolsets}, home)
+        tools_view.observe(home, tools, toolsets)
 
     hidden = Eligibility(home, dict, OnceLogger()).offer("", gated).exclude
     listing = hermes_listing(tools, toolsets)
@@ -89,7 +90,7 @@ def test_only_the_metadata_hermes_conditions_hide_a_skill_in_hermes(home):
     gated = tuple(gated_skills(manifest_of(write_skills(home / "skills", skills), home / "skills")))
     assert {g["name"] for g in gated} == set(skills)
     tools, toolsets = {"web_search", "skill_view"}, {"web", "skills"}
-    observe_prompt_build({"available_tools": tools, "available_toolsets": toolsets}, home)
+    tools_view.observe(home, tools, toolsets)
 
     hidden = Eligibility(home, dict, OnceLogger()).offer("", gated).exclude
     assert hidden == {"needs-browser"}
@@ -99,8 +100,8 @@ def test_only_the_metadata_hermes_conditions_hide_a_skill_in_hermes(home):
 
 def test_the_doctor_counts_only_skills_with_metadata_hermes_conditions(home):
     from semantic_skills.hermes.config import PluginSettings
-    from semantic_skills.hermes.doctor_report import Setup
-    from semantic_skills.hermes.doctor_routing import skills_check
+    from semantic_skills.hermes.doctor.report import Setup
+    from semantic_skills.hermes.doctor.routing_checks import skills_check
 
     write_skills(home / "skills", {"needs-browser": CONDITIONED["needs-browser"], "plain": "",
                                    "elsewhere": "metadata:\n  openclaw:\n    requires_tools: [browser_navigate]\n"})
@@ -110,8 +111,8 @@ def test_the_doctor_counts_only_skills_with_metadata_hermes_conditions(home):
 
 def test_the_doctor_says_what_the_agent_gets_until_the_first_build(home):
     from semantic_skills.hermes.config import PluginSettings
-    from semantic_skills.hermes.doctor import Setup
-    from semantic_skills.hermes.doctor_routing import index_check
+    from semantic_skills.hermes.doctor.report import Setup
+    from semantic_skills.hermes.doctor.routing_checks import index_check
 
     check = index_check(Setup(home, {}, PluginSettings(), home / "index", "sentence-transformers", "semantic-skills"))
     assert check.status == "fail" and check.fix == "semantic-skills build"
@@ -192,14 +193,14 @@ def test_the_skills_roots_are_the_ones_hermes_scans(home, tmp_path):
     import agent.skill_utils
 
     agent.skill_utils._external_dirs_cache_clear()
-    roots = eligibility.hermes_skills_roots()
+    roots = hermes_skills.skills_roots()
     assert [(r.path, r.external, r.project) for r in roots] == [
         ((home / "skills").resolve(), False, False), (external.resolve(), True, False)]
 
     project = tmp_path / "repo" / ".agents" / "skills"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(agent.skill_utils, "get_project_skills_dirs", lambda: [project], raising=False)
-        assert [r.project for r in eligibility.hermes_skills_roots()] == [True, False, False]
+        assert [r.project for r in hermes_skills.skills_roots()] == [True, False, False]
 
 
 def test_an_organisation_mirror_counts_only_when_active(tmp_path):

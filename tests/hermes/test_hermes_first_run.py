@@ -188,20 +188,20 @@ def test_doctor_fails_without_a_routing_hook_and_warns_for_a_lost_feature(monkey
     import gateway.run
     import hermes_cli.plugins
 
-    from semantic_skills.hermes import doctor
     from semantic_skills.hermes.config import PluginSettings
+    from semantic_skills.hermes.doctor import report, setup_checks
 
-    setup = doctor.Setup(tmp_path, {}, PluginSettings(), tmp_path / "index", "sentence-transformers",
+    setup = report.Setup(tmp_path, {}, PluginSettings(), tmp_path / "index", "sentence-transformers",
                          "semantic-skills")
-    healthy = doctor.hermes_check(setup)
+    healthy = setup_checks.hermes_check(setup)
     assert healthy.status == "ok" and "nothing is lost: secret_capture" in healthy.detail  # 0.19 has no such feature
 
     monkeypatch.setattr(gateway.run.GatewayRunner, "_is_user_authorized", None)
-    lost = doctor.hermes_check(setup)
+    lost = setup_checks.hermes_check(setup)
     assert lost.status == "warn" and "gateway_authorization (" in lost.detail and lost.fix
 
     monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) - {"pre_llm_call"})
-    unhooked = doctor.hermes_check(setup)
+    unhooked = setup_checks.hermes_check(setup)
     assert unhooked.status == "fail" and "no pre_llm_call hook" in unhooked.detail
 
 
@@ -233,7 +233,7 @@ def test_a_runtime_started_in_a_planted_folder_routes_and_runs_none_of_it(hermes
     monkeypatch.setenv("PYTHONPATH", str(planted.folder))
     rt = PluginRuntime(hermes_home.path)
     try:
-        rt.start()
+        rt.client.start()
         assert rt.client.wait_ready(WORKER_READY_SECONDS), rt.client.status.detail
         routed = hooks.pre_llm_call(rt, session_id="planted-cwd", user_message=DOCKER, platform="cli", sender_id="")
     finally:

@@ -167,13 +167,13 @@ def test_what_a_chat_holds_survives_a_clean_gateway_restart(gateway, runtime, he
     user = gateway.new_user()
     assert gateway.send(DOCKER, user).text.startswith(OPENING)
     key, session_id = gateway.session_key(user), gateway.session_id(user)
-    runtime.dedupe.flush(clean=True)  # what a gateway that stops saves
+    runtime.trust.flush(clean=True)  # what a gateway that stops saves
 
     restarted = runtime_module.PluginRuntime(hermes_home.path)  # what the next gateway process builds
     try:
-        assert restarted.dedupe.wait_loaded(10)
-        assert not restarted.dedupe.claim_rewrite(key, session_id, skill_block(DOCKER_SKILL, "any version"))
-        assert restarted.dedupe.claim_rewrite(key, session_id, skill_block("pdf-to-markdown", "another skill"))
+        assert restarted.trust.wait_loaded(10)
+        assert not restarted.trust.claim_rewrite(key, session_id, skill_block(DOCKER_SKILL, "any version"))
+        assert restarted.trust.claim_rewrite(key, session_id, skill_block("pdf-to-markdown", "another skill"))
     finally:
         restarted.close()
 

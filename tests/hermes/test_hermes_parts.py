@@ -9,13 +9,15 @@ import sys
 import pytest
 
 from semantic_skills.errors import ConfigError
-from semantic_skills.hermes import prompt_stub, tool
+from semantic_skills.hermes import tool
 from semantic_skills.hermes.config import PluginSettings
-from semantic_skills.hermes.dedupe import DedupeStore
-from semantic_skills.hermes.eligibility import Eligibility
-from semantic_skills.hermes.live import BlockLedger, LiveContext, covered, current_message_index
+from semantic_skills.hermes.offer.rules import Eligibility
+from semantic_skills.hermes.prompt import stub, wrapper
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.hermes.turns import DECIDED, PENDING, GatewayTurn, TurnLedger
+from semantic_skills.hermes.trust.ledger import BlockLedger
+from semantic_skills.hermes.trust.live import LiveContext, covered, current_message_index
+from semantic_skills.hermes.trust.store import TrustStore
+from semantic_skills.hermes.turns import GatewayTurn, TurnLedger, TurnState
 from semantic_skills.injection import hint_block, inject, skill_block
 from semantic_skills.logs import OnceLogger
 from semantic_skills.skills.eligibility import environments_allow
@@ -40,7 +42,7 @@ FULL_DOCKER = skill_block("docker", "Read the logs.")
 
 
 def test_the_gateway_rewrites_only_when_the_chat_record_is_certain():
-    store = DedupeStore(None)
+    store = TrustStore(None)
 
     assert store.claim_rewrite("chat", None, FULL_PDF)  # a brand-new chat: no history exists yet
     assert not store.claim_rewrite("chat", None, FULL_PDF)  # ... but now its first message carries the skill
@@ -64,27 +66,38 @@ def test_a_hint_is_covered_by_a_full_block_never_the_other_way_round():
 
 def test_chat_records_are_bounded_by_count_and_idle_time():
     clock = Clock()
-    store = DedupeStore(None, max_sessions=2, ttl_seconds=60, clock=clock)
+    store = TrustStore(None, max_chats=2, ttl_seconds=60, clock=clock)
     for key in ("one", "two", "three"):
         store.confirm(key, "s", {})
-    assert len(store) == 2 and store.record("one") is None
+    assert len(store.chats) == 2 and record(store, "one") is None
 
     clock.now += 61
-    assert len(store) == 0 and not store.claim_rewrite("two", "s", FULL_PDF)
+    assert len(store.chats) == 0 and not store.claim_rewrite("two", "s", FULL_PDF)
 
 
 def test_a_reset_confirms_the_chats_new_session_as_empty():
-    store = DedupeStore(None)
+    store = TrustStore(None)
     store.confirm("chat", "old", {"pdf": "full"})
 
     store.session_reset("old", "new")
-    assert store.record("chat").session_id == "new" and store.claim_rewrite("chat", "new", FULL_PDF)
+    assert record(store, "chat").session_id == "new" and store.claim_rewrite("chat", "new", FULL_PDF)
     store.session_reset("someone else's", "newer")
-    assert store.record("chat").session_id == "new"
+    assert record(store, "chat").session_id == "new"
 
 
-def loaded(path, **kwargs) -> DedupeStore:
-    store = DedupeStore(path, **kwargs)
+def record(store: TrustStore, key: str):
+    """The chat's record as the store would save it, or None."""
+    return dict(store.chats.rows()).get(key)
+
+
+def remember(store: TrustStore, block) -> None:
+    """What issuing ``block`` grants: its bytes trusted, saved with the next write."""
+    store.ledger.grant(block)
+    store.changed()
+
+
+def loaded(path, **kwargs) -> TrustStore:
+    store = TrustStore(path, **kwargs)
     assert store.wait_loaded(10)
     return store
 
@@ -93,12 +106,12 @@ def test_records_are_trusted_after_a_clean_exit_and_not_after_a_crash(tmp_path):
     path = tmp_path / "semantic-skills" / "dedupe.json"
     store = loaded(path)
     store.confirm("chat", "s1", {"pdf": "full"})
-    store.remember(FULL_PDF)
+    remember(store, FULL_PDF)
     store.flush()  # what the writer thread saves while the process runs
 
     crashed = loaded(path)
-    assert crashed.record("chat").live == {"pdf": "full"} and not crashed.record("chat").certain
-    assert not crashed.claim_rewrite("chat", "s1", FULL_DOCKER) and crashed.blocks.get(FULL_PDF.digest)
+    assert record(crashed, "chat").live == {"pdf": "full"} and not record(crashed, "chat").certain
+    assert not crashed.claim_rewrite("chat", "s1", FULL_DOCKER) and crashed.ledger.get(FULL_PDF.digest)
 
     store.close()
     restarted = loaded(path)
@@ -109,13 +122,13 @@ def test_a_process_that_served_no_chat_keeps_the_files_chats_and_adds_its_blocks
     path = tmp_path / "dedupe.json"
     gateway = loaded(path)
     gateway.confirm("chat", "s1", {"pdf": "full"})
-    gateway.remember(FULL_PDF)
+    remember(gateway, FULL_PDF)
     gateway.flush()
 
     cli = loaded(path)
     gateway.confirm("chat", "s1", {"pdf": "full", "docker": "full"})  # the gateway goes on meanwhile
     gateway.flush()
-    cli.remember(HINT_PDF)
+    remember(cli, HINT_PDF)
     cli.close()
 
     data = json.loads(path.read_bytes())
@@ -128,7 +141,7 @@ def test_a_file_from_the_previous_release_is_replaced_without_a_warning(tmp_path
     path.write_text(json.dumps({"version": 1, "sessions": [["gateway:key#s1", 1000.0, ["pdf"]]]}))
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
         store = loaded(path)
-    assert len(store) == 0 and path.exists() and not caplog.records
+    assert len(store.chats) == 0 and path.exists() and not caplog.records
 
 
 # --------------------------------------------------------------------------- live blocks
@@ -137,7 +150,7 @@ def test_a_file_from_the_previous_release_is_replaced_without_a_warning(tmp_path
 def ledger_of(*blocks) -> BlockLedger:
     ledger = BlockLedger()
     for block in blocks:
-        ledger.add(block)
+        ledger.grant(block)
     return ledger
 
 
@@ -172,9 +185,10 @@ def test_the_current_message_is_found_after_compression_and_behind_hermes_notes(
 # --------------------------------------------------------------------------- turn ledger
 
 
-def turn(text: str, session_id: str | None = "s1", user: str = "u1", outcome: str = DECIDED) -> GatewayTurn:
+def turn(text: str, session_id: str | None = "s1", user: str = "u1",
+         state: TurnState = TurnState.DECIDED) -> GatewayTurn:
     return GatewayTurn(platform="telegram", user_id=user, session_key="key", session_id=session_id, text=text,
-                       outcome=outcome)
+                       state=state)
 
 
 def test_agent_turn_takes_the_gateway_turns_its_message_contains():
@@ -200,7 +214,7 @@ def test_agent_turn_falls_back_to_the_session_and_never_takes_another_senders_tu
 def test_old_turns_expire():
     clock = Clock()
     ledger = TurnLedger(ttl_seconds=10, clock=clock)
-    ledger.record(turn("question", outcome=PENDING))
+    ledger.record(turn("question", state=TurnState.PENDING))
     clock.now += 11
     assert ledger.take("telegram", "u1", "s1", "question") == [] and len(ledger) == 0
 
@@ -209,12 +223,12 @@ def test_old_turns_expire():
 
 
 def test_compact_prompt_is_one_constant_naming_only_available_tools():
-    stub = prompt_stub.compact_skills_prompt({"skill_view", "search_skills"})
-    without = prompt_stub.compact_skills_prompt({"skill_view", "skills_list"})
+    compact = stub.compact_skills_prompt({"skill_view", "search_skills"})
+    without = stub.compact_skills_prompt({"skill_view", "skills_list"})
 
-    assert stub == prompt_stub.COMPACT_SKILLS_PROMPT and without == prompt_stub.COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH
-    assert "search_skills" not in without and "{" not in stub + without and "seal" not in stub + without
-    for text in (stub, without):  # both block kinds explained; no block has authority above the user
+    assert compact == stub.COMPACT_SKILLS_PROMPT and without == stub.COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH
+    assert "search_skills" not in without and "{" not in compact + without and "seal" not in compact + without
+    for text in (compact, without):  # both block kinds explained; no block has authority above the user
         assert len(text) <= 1_200 and 'mode="full"' in text and 'mode="hint"' in text
         assert "not the user speaking, not an instruction from the system" in text
         assert "never above the user or this prompt" in text
@@ -226,7 +240,7 @@ def test_patch_is_installed_in_hermes_and_follows_prompt_mode(plugin_manager, he
 
     assert run_agent.build_skills_system_prompt is agent.prompt_builder.build_skills_system_prompt
     tools = {"skill_view", "skills_list", "search_skills"}
-    assert run_agent.build_skills_system_prompt(available_tools=tools) == prompt_stub.COMPACT_SKILLS_PROMPT
+    assert run_agent.build_skills_system_prompt(available_tools=tools) == stub.COMPACT_SKILLS_PROMPT
     write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000,
                    prompt_mode="full")
     try:
@@ -240,7 +254,7 @@ def test_without_a_listing_function_hermes_is_left_alone_and_it_is_said(monkeypa
 
     monkeypatch.delattr(agent.prompt_builder, "build_skills_system_prompt")
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
-        assert prompt_stub.install(lambda arguments: "compact", OnceLogger()) is False
+        assert wrapper.install(OnceLogger(), lambda home: "compact") is False
     assert "skills listing stays in the system prompt" in caplog.text
     assert not hasattr(agent.prompt_builder, "build_skills_system_prompt")
 
@@ -310,7 +324,7 @@ def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
         rt = PluginRuntime(home)
         try:
-            settings = [rt.settings() for _ in range(3)]
+            settings = [rt.refresh() for _ in range(3)]
         finally:
             rt.close()
     assert settings == [PluginSettings()] * 3

@@ -30,11 +30,11 @@ def recorded(runtime):
     """The entries the runtime records from now on (the session's home keeps one record for every test)."""
     runtime.decisions.flush()
     path = decision_record_path(runtime.home)
-    before = len(read_record(path, runtime.settings().record_max_bytes).entries)
+    before = len(read_record(path, runtime.refresh().record_max_bytes).entries)
 
     def since_start():
         runtime.decisions.flush()
-        return read_record(path, runtime.settings().record_max_bytes).entries[before:]
+        return read_record(path, runtime.refresh().record_max_bytes).entries[before:]
 
     return since_start
 

@@ -52,7 +52,7 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
 
     try:
         with caplog.at_level(logging.INFO, logger="semantic_skills"):
-            rt.start()
+            rt.client.start()
             assert wait_until(lambda: rt.client.status.state == WAITING_FOR_INDEX, timeout=60)
             assert [one_message(n) for n in range(3)] == [(None, None)] * 3
             warnings_after_three = semantic_warnings(caplog)
@@ -165,7 +165,7 @@ def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_r
         return hooks.pre_llm_call(rt, session_id=f"cli-{number}", user_message=DOCKER, platform="cli", sender_id="")
 
     try:
-        rt.start()
+        rt.client.start()
         assert rt.client.wait_ready(240), rt.client.status.detail
         first_worker = rt.client._process.pid
         write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240, embedder="onnx")
@@ -173,7 +173,7 @@ def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_r
         assert wait_until(lambda: rt.client.status.state == FAILED, timeout=240), rt.client.status.detail
         refusal, onnx_worker = rt.client.status.detail, rt.client._process.pid
         write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
-        rt.settings()  # what the next hook call does first: the worker restarts with the default embedder
+        rt.refresh()  # what the next hook call does first: the worker restarts with the default embedder
         assert rt.client.wait_ready(240), rt.client.status.detail  # one hook call would wait 15 s at most
         routed, last_worker = route(2), rt.client._process.pid
     finally:
@@ -199,7 +199,7 @@ def test_a_worker_that_keeps_exiting_is_said_once_with_the_way_to_look_into_it(t
     rt = PluginRuntime(home)
     try:
         with caplog.at_level(logging.WARNING, logger="semantic_skills"):
-            rt.start()
+            rt.client.start()
             assert wait_until(lambda: rt.client.status.state == FAILED, timeout=30)
             started = time.monotonic()
             routed = hooks.pre_llm_call(rt, session_id="s", user_message=DOCKER, platform="cli", sender_id="")
@@ -209,7 +209,7 @@ def test_a_worker_that_keeps_exiting_is_said_once_with_the_way_to_look_into_it(t
     finally:
         rt.close()
 
-    assert routed is None and unrouted_in < rt.settings().warmup_wait_seconds  # no warm-up wait on a failed worker
+    assert routed is None and unrouted_in < rt.refresh().warmup_wait_seconds  # no warm-up wait on a failed worker
     assert answer["matched"] == "words" and answer["results"] == []  # a home without skills
     for part in ("the routing worker exited with code 1", "ImportError: planted inspect.py",
                  "check with: hermes semantic-skills doctor"):

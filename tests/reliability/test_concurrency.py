@@ -155,7 +155,7 @@ def remote_setup(tmp_path, monkeypatch):
         monkeypatch.setenv("HERMES_HOME", str(home))
         monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
         rt = PluginRuntime(home)
-        rt.start()
+        rt.client.start()
         try:
             assert rt.client.wait_ready(120), rt.client.status.detail
             yield rt, server, alpha, beta, index_dir, embedder

@@ -182,7 +182,7 @@ def start_remote_runtime(embedding_server, litellm_index, tmp_path, monkeypatch)
                                     **litellm_settings(embedding_server.url, **embedder)}, skills=None)
         monkeypatch.setenv("HERMES_HOME", str(home))
         started.append(PluginRuntime(home))
-        started[-1].start()
+        started[-1].client.start()
         assert started[-1].client.wait_ready(READY_SECONDS), started[-1].client.status.detail
         return started[-1]
 
@@ -354,7 +354,7 @@ def test_model_files_gone_after_the_build_let_every_message_through_with_one_log
     gateway = Gateway(tmp_path / "sessions")
     rt = PluginRuntime(home)
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
-        rt.start()
+        rt.client.start()
         try:
             assert wait_until(lambda: rt.client.status.state == FAILED, timeout=READY_SECONDS), rt.client.status.state
             outcomes = [timed(lambda n=n: gateway_message(rt, gateway, f"{DOCKER} ({n})")) for n in range(20)]

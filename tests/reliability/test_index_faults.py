@@ -303,7 +303,7 @@ def test_the_hook_over_a_faulty_index_lets_every_message_through_and_logs_once(r
     rt = runtime_for(index_dir, server, tmp_path, monkeypatch)
     gateway = Gateway(tmp_path / "sessions")
     with caplog.at_level(logging.DEBUG):
-        rt.start()
+        rt.client.start()
         try:
             status = rt.client.status
             assert wait_until(lambda: status.state in (FAILED, WAITING_FOR_INDEX), timeout=120), status.state
@@ -324,7 +324,7 @@ def test_a_faulty_rebuild_published_under_a_running_gateway_keeps_the_previous_i
     rt = runtime_for(index_dir, server, tmp_path, monkeypatch)
     gateway = Gateway(tmp_path / "sessions")
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
-        rt.start()
+        rt.client.start()
         try:
             assert rt.client.wait_ready(120), rt.client.status.detail
             staging = tmp_path / "staging"

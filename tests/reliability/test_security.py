@@ -199,7 +199,7 @@ def test_crafted_search_skills_arguments_only_ever_return_indexed_skills(plugin_
 
 
 def test_a_search_skills_result_is_capped(plugin_env):
-    cap = plugin_env.runtime.settings().max_tool_chars
+    cap = plugin_env.runtime.refresh().max_tool_chars
     answer = search_skills({"query": OVERSIZED_QUERY, "limit": 10})
 
     assert answer["best"]["name"] == OVERSIZED_SKILL and answer["best"]["truncated"] is True

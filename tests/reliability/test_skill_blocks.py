@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from semantic_skills.hermes.prompt_stub import COMPACT_SKILLS_PROMPT
-from semantic_skills.hermes.runtime import hook_context_limit
+from semantic_skills.hermes.host.limits import hook_context_limit
+from semantic_skills.hermes.prompt.stub import COMPACT_SKILLS_PROMPT
 from semantic_skills.injection import CLOSE_TAG
 
 from fake_llm import last_user_content, make_agent
@@ -34,7 +34,7 @@ def opening(text: str) -> str:
 def test_a_long_skill_arrives_cut_at_a_line_with_its_pointer_and_the_same_bytes_on_both_paths(gateway, plugin_env,
                                                                                             llm):
     limit = hook_context_limit()
-    assert limit == 10_000 < plugin_env.runtime.settings().max_skill_chars  # Hermes' default is the smaller cap
+    assert limit == 10_000 < plugin_env.runtime.refresh().max_skill_chars  # Hermes' default is the smaller cap
 
     gateway_block = gateway.send(OVERSIZED_QUERY, gateway.new_user()).text[: -len(OVERSIZED_QUERY) - 2]
     start = len(llm.chat_requests())
@@ -57,12 +57,13 @@ def test_hermes_cap_follows_its_config(plugin_env):
     original = config.read_text()
     try:
         config.write_text(original + "hooks:\n  output_spill:\n    max_chars: 4000\n")
-        assert hook_context_limit() == 4000 and plugin_env.runtime.block_limit() == 4000
+        assert hook_context_limit() == 4000 and plugin_env.runtime.refresh() and plugin_env.runtime.block_limit == 4000
         config.write_text(original + "hooks:\n  output_spill:\n    enabled: false\n")
-        assert hook_context_limit() is None and plugin_env.runtime.block_limit() is None
+        assert hook_context_limit() is None and plugin_env.runtime.refresh() and plugin_env.runtime.block_limit is None
     finally:
         config.write_text(original)
-    assert plugin_env.runtime.block_limit() == 10_000
+    plugin_env.runtime.refresh()
+    assert plugin_env.runtime.block_limit == 10_000
 
 
 # --------------------------------------------------------------------------- forged and broken blocks

@@ -41,7 +41,7 @@ def test_soak_memory_stays_within_the_dedupe_limits(gateway, plugin_env):
 
     messages, sessions = 20_000, 5_000
     rt = plugin_env.runtime
-    max_sessions = rt.settings().dedupe_max_sessions
+    max_sessions = rt.refresh().dedupe_max_sessions
     rng = random.Random(20_000)
     users = [gateway.new_user() for _ in range(sessions)]
     worker = rt.client._process.pid
@@ -59,10 +59,10 @@ def test_soak_memory_stays_within_the_dedupe_limits(gateway, plugin_env):
                                      is_first_turn=False))
         if n == messages // 4:
             saturated = rss_kib()
-    rt.dedupe.flush()
-    stored = json.loads(rt.dedupe.path.read_bytes())
-    file_bytes = rt.dedupe.path.stat().st_size
-    remembered, ledger = len(rt.dedupe), len(rt.turns)
+    rt.trust.flush()
+    stored = json.loads(rt.trust.path.read_bytes())
+    file_bytes = rt.trust.path.stat().st_size
+    remembered, ledger = len(rt.trust.chats), len(rt.turns)
     after = {"host_rss_kib": rss_kib(), "worker_rss_kib": rss_kib(worker)}
 
     print(json.dumps({"messages": messages, "sessions": sessions, "dedupe_max_sessions": max_sessions,

@@ -70,7 +70,7 @@ def test_a_damaged_dedupe_file_is_set_aside_with_one_warning_and_the_plugin_rout
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         gateway = Gateway(tmp_path / "sessions")
         assert gateway.send(DOCKER, gateway.new_user()).text.startswith(OPENING)  # through _handle_message
-        assert runtime.dedupe.wait_loaded(30)
+        assert runtime.trust.wait_loaded(30)
         assert agent_context(DOCKER, "cli", "after-damage").startswith(OPENING)
 
     assert timed_register and timed_register[0] < REGISTER_SECONDS, timed_register

@@ -18,8 +18,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from semantic_skills.hermes import capabilities
-from semantic_skills.hermes.runtime import AGENT_ANSWER_TIMEOUT_SECONDS
+from semantic_skills.hermes.budget import AGENT_ANSWER_TIMEOUT_SECONDS
+from semantic_skills.hermes.host import limits, probes
 
 from hermes_testkit import Gateway
 from reliability_kit import WORKER_READY_SECONDS, agent_context, make_home, plugin_loaded
@@ -111,15 +111,15 @@ def test_every_pending_gateway_turn_of_one_call_shares_the_budget(runtime, host_
 
 
 def test_the_budget_follows_the_hosts_limit(runtime, host_limit):
-    wanted = runtime.settings().warmup_wait_seconds + AGENT_ANSWER_TIMEOUT_SECONDS
+    wanted = runtime.refresh().warmup_wait_seconds + AGENT_ANSWER_TIMEOUT_SECONDS
 
-    assert capabilities.host_hook_timeout() == capabilities.DEFAULT_HOOK_TIMEOUT_SECONDS  # Hermes 0.19: none said
+    assert limits.host_hook_timeout() == limits.DEFAULT_HOOK_TIMEOUT_SECONDS  # Hermes 0.19: none said
     assert runtime.hook_deadline().seconds == min(wanted, 15.0)
     host_limit(600.0)  # Hermes' largest
     assert runtime.hook_deadline().seconds == wanted
     host_limit(0.0)  # switched off: Hermes never abandons a callback
-    assert capabilities.host_hook_timeout() == math.inf and runtime.hook_deadline().seconds == wanted
+    assert limits.host_hook_timeout() == math.inf and runtime.hook_deadline().seconds == wanted
     host_limit(8.0)
     assert runtime.hook_deadline().seconds == 4.0
-    shown = {c.name: c for c in capabilities.probe(load_gateway=False)}[capabilities.HOOK_TIME_LIMIT]
+    shown = {c.name: c for c in probes.probe(load_gateway=False)}[probes.HOOK_TIME_LIMIT]
     assert shown.available and "after 8 s" in shown.detail and "at most half" in shown.detail

@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..files import file_stamp
-from ..skills.discovery import active_org_marker
+from ...files import file_stamp
+from ...skills.discovery import active_org_marker
 
 
 class ActiveOrgs:

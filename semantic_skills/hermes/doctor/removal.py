@@ -15,18 +15,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..requirements import installed_size, packages_only_this_uses
-from .config import (
-    PLUGIN_NAME,
-    PluginSettings,
-    hermes_cli,
-    hermes_home,
-    index_dir,
-    load_config,
-    plugin_settings,
-    state_dir,
-)
+from ...errors import ConfigError
+from ...requirements import installed_size, packages_only_this_uses
+from ..config import PLUGIN_NAME, PluginSettings, hermes_cli, index_dir, load_config, plugin_settings, state_dir
+from ..host.home import hermes_home
 
 
 @dataclass(frozen=True)

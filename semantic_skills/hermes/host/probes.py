@@ -1,6 +1,6 @@
 """What the running Hermes offers this plugin, found by probing its modules, never by its version number.
 
-:func:`detect` answers without a plugin context and never raises; each
+:func:`probe` answers without a plugin context and never raises; each
 :class:`Capability` says in one line what was found, or what is missing and
 what the plugin does instead. ``register()`` logs the ones it cannot use, and
 ``semantic-skills doctor`` shows them all. The probes name the functions the
@@ -9,12 +9,13 @@ plugin calls, so a Hermes that renames one shows up here first.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import math
 import sys
 from dataclasses import dataclass
 from typing import Callable
+
+from .limits import DEFAULT_HOOK_TIMEOUT_SECONDS, hook_output_spill, hook_timeout_is_known, host_hook_timeout
+from .lookup import attribute, hermes_function, module, parameters, valid_hooks
 
 SKILLS_PROMPT = "skills_prompt"
 GATEWAY_AUTHORIZATION = "gateway_authorization"
@@ -37,10 +38,6 @@ PINNED_SKILLS = "pinned_skills"
 ABSENT_FEATURES = frozenset({SECRET_CAPTURE, SKILL_LIFECYCLE, PROJECT_SKILLS, PLUGIN_CONFIG, HOOK_TIME_LIMIT,
                             PINNED_SKILLS})
 
-# Hermes 0.21's default (hermes_cli/plugins_dispatch.py): a pre_llm_call or post_tool_call callback that runs
-# longer than plugins.hook_callback_timeout is abandoned, then muted for 60 s. Used where this Hermes does not say.
-DEFAULT_HOOK_TIMEOUT_SECONDS = 30.0
-
 
 @dataclass(frozen=True)
 class Capability:
@@ -51,35 +48,9 @@ class Capability:
     detail: str
 
 
-def hermes_version() -> str:
-    """The running Hermes' version string, for display only (never compared).
-
-    What Hermes itself reports first (``hermes_cli.__version__``; from 0.21.4 on
-    read from its install stamp, ``0.0.0`` without one), then the
-    ``hermes-agent`` distribution, whose metadata stays at the version of the
-    last ``pip install -e`` on an editable install.
-    """
-    try:
-        reported = getattr(_module("hermes_cli"), "__version__", None)
-    except Exception:  # noqa: BLE001 - a lazy __version__ that fails to read its stamp
-        reported = None
-    if isinstance(reported, str) and reported.strip():
-        return reported.strip()
-    try:
-        from importlib.metadata import version
-
-        return version("hermes-agent")
-    except Exception:  # noqa: BLE001 - neither says
-        return "unknown"
-
-
-def detect() -> list[Capability]:
-    """Every capability, probed in this process; imports Hermes modules as needed, never raises."""
-    return probe(load_gateway=True)
-
-
 def probe(load_gateway: bool) -> list[Capability]:
-    """:func:`detect`; the gateway's module is imported only with ``load_gateway`` (it costs ~0.2 s)."""
+    """Every capability, probed in this process (imports Hermes modules as needed, never raises); the gateway's
+    module is imported only with ``load_gateway`` (it costs ~0.2 s)."""
     probes: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
         (SKILLS_PROMPT, _skills_prompt),
         (PENDING_INPUT, _pending_input),
@@ -130,31 +101,6 @@ def _run(name: str, check: Callable[[], tuple[bool, str]]) -> Capability:
     return Capability(name, available, detail)
 
 
-def _module(name: str):
-    """The module if it imports, else None."""
-    try:
-        return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 - absent, or broken in this Hermes
-        return None
-
-
-def _function(module: str, name: str):
-    """``module.name`` (``name`` may be dotted: ``Class.method``) if the module imports, else None."""
-    found = _module(module)
-    for part in name.split("."):
-        found = getattr(found, part, None)
-    return found
-
-
-def hermes_function(module: str, name: str) -> Callable | None:
-    """``module.name`` from the running Hermes if the module imports and it is callable, else None.
-
-    Imports the module: call it off hot paths, or where Hermes has already loaded it.
-    """
-    found = _function(module, name)
-    return found if callable(found) else None
-
-
 def _present(module: str, names: tuple[str, ...], found: str, missing: str) -> Callable[[], tuple[bool, str]]:
     """A probe that finds every one of ``names`` in ``module``; ``found`` / ``missing`` say what follows."""
 
@@ -165,19 +111,11 @@ def _present(module: str, names: tuple[str, ...], found: str, missing: str) -> C
     return check
 
 
-def parameters(function) -> tuple[str, ...]:
-    """The names of ``function``'s parameters, or () when it has no readable signature."""
-    try:
-        return tuple(inspect.signature(function).parameters)
-    except (TypeError, ValueError):
-        return ()
-
-
 # --------------------------------------------------------------------------- probes
 
 
 def _skills_prompt() -> tuple[bool, str]:
-    build = _function("agent.prompt_builder", "build_skills_system_prompt")
+    build = attribute("agent.prompt_builder", "build_skills_system_prompt")
     if not callable(build):
         return False, ("agent.prompt_builder.build_skills_system_prompt not found: Hermes' own skills listing "
                        "stays in the system prompt")
@@ -186,7 +124,7 @@ def _skills_prompt() -> tuple[bool, str]:
 
 
 def _gateway_runner():
-    return _function("gateway.run", "GatewayRunner")
+    return attribute("gateway.run", "GatewayRunner")
 
 
 def _gateway_authorization() -> tuple[bool, str]:
@@ -218,7 +156,7 @@ def _pending_input() -> tuple[bool, str]:
 
 
 def _secret_capture() -> tuple[bool, str]:
-    if _module("tools.secret_capture_gateway") is None:
+    if module("tools.secret_capture_gateway") is None:
         return False, "this Hermes never captures a secret from chat: nothing to guard"
     for name in ("get_pending_for_session", "has_pending"):
         if hermes_function("tools.secret_capture_gateway", name):
@@ -228,38 +166,22 @@ def _secret_capture() -> tuple[bool, str]:
 
 
 def _hook(name: str, effect: str, instead: str) -> tuple[bool, str]:
-    valid = getattr(_module("hermes_cli.plugins"), "VALID_HOOKS", ())
-    if name in valid:
+    if name in (valid_hooks() or ()):
         return True, f"hook {name}: {effect}"
     return False, f"no {name} hook: {instead}"
 
 
 def _hook_output_cap() -> tuple[bool, str]:
-    get_spill_config = _function("tools.hook_output_spill", "get_spill_config")
-    if not callable(get_spill_config):
+    spill = hook_output_spill()
+    if spill is None:
         return False, "no hook output cap found: pre_llm_call context is capped by max_skill_chars only"
-    spill = get_spill_config()
     if not spill.get("enabled"):
         return True, "hook output spilling is off: pre_llm_call context is capped by max_skill_chars only"
     return True, f"hook output over {int(spill['max_chars']):,} characters is spilled to a file: skills are cut to fit"
 
 
-def host_hook_timeout() -> float:
-    """Seconds after which Hermes abandons a ``pre_llm_call`` callback: its ``plugins.hook_callback_timeout``
-    as it resolves it, ``inf`` when that is switched off, :data:`DEFAULT_HOOK_TIMEOUT_SECONDS` when this
-    Hermes does not say."""
-    resolve = hermes_function("hermes_cli.plugins", "_resolve_hook_callback_timeout")
-    if resolve is None:
-        return DEFAULT_HOOK_TIMEOUT_SECONDS
-    try:
-        seconds = float(resolve())
-    except Exception:  # noqa: BLE001 - an unreadable setting: Hermes itself falls back to its default
-        return DEFAULT_HOOK_TIMEOUT_SECONDS
-    return seconds if seconds > 0 else math.inf
-
-
 def _hook_time_limit() -> tuple[bool, str]:
-    if hermes_function("hermes_cli.plugins", "_resolve_hook_callback_timeout") is None:
+    if not hook_timeout_is_known():
         return False, (f"this Hermes sets no time limit on hook callbacks: pre_llm_call waits as if it were "
                        f"{DEFAULT_HOOK_TIMEOUT_SECONDS:.0f} s, Hermes 0.21's default")
     seconds = host_hook_timeout()
@@ -270,7 +192,7 @@ def _hook_time_limit() -> tuple[bool, str]:
 
 
 def _skill_conditions() -> tuple[bool, str]:
-    should_show = _function("agent.prompt_builder", "_skill_should_show")
+    should_show = attribute("agent.prompt_builder", "_skill_should_show")
     if not callable(should_show):
         return False, ("no agent.prompt_builder._skill_should_show: requires_tools / fallback_for_* conditions "
                        "are not applied, conditioned skills stay offered")

@@ -1,12 +1,12 @@
 """The doctor's vocabulary: one line of its report (:class:`Check`), its four statuses, and what every check
-reads (:class:`Setup`). Shared by the set-up checks (doctor.py) and the routing checks (doctor_routing.py)."""
+reads (:class:`Setup`). Shared by the set-up checks and the routing checks."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .config import HERMES_COMMAND, PluginSettings
+from ..config import HERMES_COMMAND, PluginSettings
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 

@@ -16,52 +16,15 @@ whatever Hermes kept, dropped or summarised, the history shows it.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from ..injection import FULL, HINT, SkillBlock, block_digest, candidate_blocks
+from ...injection import FULL, HINT, SkillBlock, block_digest, candidate_blocks
+from .ledger import BlockLedger
 
-MAX_BLOCKS = 4096  # distinct blocks remembered: skills x modes x versions the plugin produced
 LIVE_ROLES = ("user", "assistant")  # the roles whose api_content Hermes sends in place of content
 
 Live = dict[str, str]  # skill name -> the strongest mode of its blocks in the context ("full" beats "hint")
-
-
-class BlockLedger:
-    """The digests of the blocks this plugin produced, with their mode and names; bounded, thread-safe."""
-
-    def __init__(self, max_blocks: int = MAX_BLOCKS):
-        self._blocks: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._max = max_blocks
-
-    def add(self, block: SkillBlock) -> bool:
-        """Remember ``block``; True if it was not known yet."""
-        return self.add_digest(block.digest, block.mode, block.names)
-
-    def add_digest(self, digest: str, mode: str, names: tuple[str, ...]) -> bool:
-        with self._lock:
-            new = digest not in self._blocks
-            self._blocks[digest] = (mode, names)
-            self._blocks.move_to_end(digest)
-            while len(self._blocks) > self._max:
-                self._blocks.popitem(last=False)
-            return new
-
-    def get(self, digest: str) -> tuple[str, tuple[str, ...]] | None:
-        with self._lock:
-            return self._blocks.get(digest)
-
-    def rows(self) -> list[list]:
-        """Every entry, oldest first, as ``[digest, mode, [names]]``."""
-        with self._lock:
-            return [[digest, mode, list(names)] for digest, (mode, names) in self._blocks.items()]
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._blocks)
 
 
 def covered(live: Mapping[str, str], block: SkillBlock) -> bool:

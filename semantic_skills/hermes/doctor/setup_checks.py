@@ -10,7 +10,6 @@ Hermes home (profile included) that Hermes really uses.
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import json
 import os
@@ -20,9 +19,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from ..errors import ConfigError, command_name, first_line
-from ..index import MANIFEST
-from ..requirements import (
+from ...errors import ConfigError, command_name, first_line
+from ...index import MANIFEST
+from ...requirements import (
     CORE_MODULES,
     EMBEDDER_MODULES,
     install_command,
@@ -30,16 +29,14 @@ from ..requirements import (
     package_name,
     unmet_requirements,
 )
-from ..settings import EmbedderSettings
-from . import capabilities
-from .config import (
+from ...settings import EmbedderSettings
+from ..config import (
     ENTRY_KEY,
     HERMES_COMMAND,
     PLUGIN_NAME,
     SETTINGS_KEY,
     PluginSettings,
     hermes_cli,
-    hermes_home,
     index_dir,
     load_config,
     not_a_setting,
@@ -47,9 +44,12 @@ from .config import (
     state_dir,
     unknown_settings,
 )
-from .doctor_report import FAIL, OK, SKIP, WARN, Check, Setup
-from .doctor_routing import index_check, skills_check, worker_check
-from .install import install_fix
+from ..host import lookup, probes
+from ..host.home import hermes_home
+from ..host.lookup import hermes_version, valid_hooks
+from .install_fix import install_fix
+from .report import FAIL, OK, SKIP, WARN, Check, Setup
+from .routing_checks import index_check, skills_check, worker_check
 
 ENTRY_POINTS = "hermes_agent.plugins"
 
@@ -166,21 +166,21 @@ def _broken_core_modules() -> list[tuple[str, str | None]]:
 
 
 def hermes_check(setup: Setup) -> Check:
-    """Hermes imports here, has the hooks routing needs, and what else it offers (see capabilities.py).
+    """Hermes imports here, has the hooks routing needs, and what else it offers (see host/probes.py).
 
     A missing routing hook fails; a missing capability that costs a feature
     warns; one that this Hermes never had costs nothing and is fine.
     """
-    if not _hermes_imports():
+    if not lookup.hermes_installed():
         status = FAIL if setup.under_hermes else WARN
         return Check("hermes", status, "Hermes does not import in this Python",
                      f"run the check with Hermes' Python: {HERMES_COMMAND} doctor", {"version": ""})
-    from . import ROUTING_HOOKS, valid_hooks
+    from .. import ROUTING_HOOKS
 
-    version, found, hooks = capabilities.hermes_version(), capabilities.detect(), valid_hooks()
+    version, found, hooks = hermes_version(), probes.probe(load_gateway=True), valid_hooks()
     missing_hooks = [hook for hook in ROUTING_HOOKS if hooks is not None and hook not in hooks]
-    absent = [c.name for c in found if not c.available and c.name in capabilities.ABSENT_FEATURES]
-    lacking = [c for c in found if not c.available and c.name not in capabilities.ABSENT_FEATURES]
+    absent = [c.name for c in found if not c.available and c.name in probes.ABSENT_FEATURES]
+    lacking = [c for c in found if not c.available and c.name not in probes.ABSENT_FEATURES]
     facts = {"version": version, "capabilities": [asdict(c) for c in found], "missing_hooks": missing_hooks}
     fix = "update Hermes (hermes update), or use a Hermes version the README names"
     if missing_hooks:
@@ -192,14 +192,6 @@ def hermes_check(setup: Setup) -> Check:
                                                                            for c in lacking) + never_had, fix, facts)
     have = ", ".join(c.name for c in found if c.available)
     return Check("hermes", OK, f"Hermes {version}: {have}{never_had}", facts=facts)
-
-
-def _hermes_imports() -> bool:
-    try:
-        importlib.import_module("hermes_cli.plugins")
-    except Exception:  # noqa: BLE001 - absent, or broken in this Python
-        return False
-    return True
 
 
 def plugin_check(setup: Setup) -> Check:
@@ -268,6 +260,6 @@ def _at(mapping: dict, dotted: str):
 def paths_check(setup: Setup) -> Check:
     facts = {"hermes_home": str(setup.home), "config": str(setup.home / "config.yaml"),
              "plugin_folder": str(setup.home / "plugins" / PLUGIN_NAME), "index_folder": str(setup.index_dir),
-             "state_folder": str(state_dir(setup.home)), "code": str(Path(__file__).resolve().parents[1])}
+             "state_folder": str(state_dir(setup.home)), "code": str(Path(__file__).resolve().parents[2])}
     return Check("paths", OK, f"plugin folder {facts['plugin_folder']}; index folder {facts['index_folder']}",
                  facts=facts)

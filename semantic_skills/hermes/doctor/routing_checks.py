@@ -9,13 +9,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..errors import IndexMissing, SemanticSkillsError, command
-from ..logs import OnceLogger
-from ..settings import EmbedderSettings
-from ..skills.discovery import SkillsRoot
-from .config import skills_roots
-from .doctor_report import FAIL, OK, WARN, Check, Setup
-from .eligibility import METADATA_NAMESPACE, Eligibility, hermes_skills_roots
+from ...errors import IndexMissing, SemanticSkillsError, command
+from ...logs import OnceLogger
+from ...settings import EmbedderSettings
+from ..offer.roots import scanned_roots
+from ..offer.rules import DISABLED, ENVIRONMENTS, PLATFORMS, Eligibility, has_conditions
+from .report import FAIL, OK, WARN, Check, Setup
 
 PROBE = "doctor: does the routing worker answer a message?"
 ANSWER_SECONDS = 30.0
@@ -23,9 +22,9 @@ ANSWER_SECONDS = 30.0
 
 def index_check(setup: Setup) -> Check:
     """The index exists, is readable, fits the configured embedder and matches the skills on disk."""
-    from ..embedders.factory import configured_identity
-    from ..index.diff import diff_with_disk
-    from ..index.store import load_index
+    from ...embedders.factory import configured_identity
+    from ...index.diff import diff_with_disk
+    from ...index.store import load_index
 
     try:
         manifest, _vectors = load_index(setup.index_dir)
@@ -44,7 +43,7 @@ def index_check(setup: Setup) -> Check:
     stale = {"changed": sorted(r.name for r, _ in diff.changed()), "new": sorted(s.name for s in diff.added()),
              "deleted": sorted(r.name for r in diff.removed())}
     facts["stale"] = stale
-    wanted = [str(root.path) for root in scanned_roots(setup)]
+    wanted = [str(root.path) for root in scanned_roots(setup.home, setup.config)]
     if {_resolved(r) for r in manifest.roots} != {_resolved(r) for r in wanted}:
         return Check("index", WARN, f"built from {', '.join(manifest.roots)}, not from Hermes' skills folders "
                                     f"{', '.join(wanted)}", command("build"), facts)
@@ -59,14 +58,9 @@ def _resolved(path: str) -> Path:
     return Path(path).expanduser().resolve()
 
 
-def scanned_roots(setup: Setup) -> list[SkillsRoot]:
-    """The folders a build from here indexes: those Hermes scans, else those config.yaml names."""
-    return hermes_skills_roots() or skills_roots(setup.config, setup.home)
-
-
 def worker_check(setup: Setup, timeout: float) -> Check:
     """A real routing worker, started as Hermes starts it, comes up and answers a route."""
-    from ..worker.client import RouterClient
+    from ...worker.client import RouterClient
 
     client = RouterClient(setup.index_dir, setup.settings.embedder, restart_delays=(0.5,),
                           cli_command=setup.command)
@@ -92,29 +86,26 @@ def worker_check(setup: Setup, timeout: float) -> Check:
 
 def skills_check(setup: Setup) -> Check:
     """How many skills Hermes' folders hold, how many are offered, and which rule hides the rest."""
-    from ..skills.discovery import discover_skills
-    from ..skills.eligibility import environments_allow, platforms_allow
+    from ...skills.discovery import discover_skills
 
-    roots = scanned_roots(setup)
+    roots = scanned_roots(setup.home, setup.config)
     skills = discover_skills(roots).skills
     eligibility = Eligibility(setup.home, lambda: setup.config, OnceLogger())  # Hermes' own rules, as routing
-    disabled, inactive = eligibility.disabled(""), eligibility.inactive_environments()
-    rules = {"skills.disabled": lambda s: s.name in disabled or s.folder in disabled,
-             "platforms:": lambda s: not platforms_allow(s.platforms),
-             "environments:": lambda s: not environments_allow(s.environments, inactive)}
-    hidden = {rule: 0 for rule in rules}
+    offer = eligibility.offer("", ())
+    hidden = {DISABLED: 0, PLATFORMS: 0, ENVIRONMENTS: 0}
     offered = []
     for skill in skills:
-        rule = next((name for name, hides in rules.items() if hides(skill)), None)
+        rule = offer.hidden_by(skill)
         if rule:
             hidden[rule] += 1
         else:
             offered.append(skill)
+    disabled = eligibility.disabled("")
     per_platform = {}
     for platform in _configured_platforms(setup.config):
         names = eligibility.disabled(platform) - disabled
         per_platform[platform] = sum(1 for s in offered if s.name in names or s.folder in names)
-    conditional = sum(1 for s in offered if dict(s.conditions).get(METADATA_NAMESPACE))
+    conditional = sum(1 for s in offered if has_conditions(s))
     facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:

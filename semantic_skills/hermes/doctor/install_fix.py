@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..requirements import EMBEDDER_MODULES, TORCH_FREE_COST, install_command, missing_modules, wants_torch_free
-from .config import SETTINGS_KEY, hermes_cli
+from ...requirements import EMBEDDER_MODULES, TORCH_FREE_COST, install_command, missing_modules, wants_torch_free
+from ..config import SETTINGS_KEY, hermes_cli
 
 
 @dataclass(frozen=True)

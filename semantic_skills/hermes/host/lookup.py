@@ -1,0 +1,76 @@
+"""Finding Hermes' modules and functions by name, never by version number."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Callable
+
+
+def module(name: str):
+    """The Hermes module ``name`` if it imports, else None."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - absent, or broken in this Hermes
+        return None
+
+
+def attribute(module_name: str, name: str):
+    """``module.name`` (``name`` may be dotted: ``Class.method``) if the module imports, else None."""
+    found = module(module_name)
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def hermes_function(module_name: str, name: str) -> Callable | None:
+    """``module.name`` from the running Hermes if the module imports and it is callable, else None.
+
+    Imports the module: call it off hot paths, or where Hermes has already loaded it.
+    """
+    found = attribute(module_name, name)
+    return found if callable(found) else None
+
+
+def parameters(function) -> tuple[str, ...]:
+    """The names of ``function``'s parameters, or () when it has no readable signature."""
+    try:
+        return tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+def hermes_version() -> str:
+    """The running Hermes' version string, for display only (never compared).
+
+    What Hermes itself reports first (``hermes_cli.__version__``; from 0.21.4 on
+    read from its install stamp, ``0.0.0`` without one), then the
+    ``hermes-agent`` distribution, whose metadata stays at the version of the
+    last ``pip install -e`` on an editable install.
+    """
+    try:
+        reported = getattr(module("hermes_cli"), "__version__", None)
+    except Exception:  # noqa: BLE001 - a lazy __version__ that fails to read its stamp
+        reported = None
+    if isinstance(reported, str) and reported.strip():
+        return reported.strip()
+    try:
+        from importlib.metadata import version
+
+        return version("hermes-agent")
+    except Exception:  # noqa: BLE001 - neither says
+        return "unknown"
+
+
+def valid_hooks() -> frozenset[str] | None:
+    """The hook names this Hermes knows, or None when it does not say."""
+    hooks = getattr(module("hermes_cli.plugins"), "VALID_HOOKS", None)
+    try:
+        return frozenset(hooks) if hooks is not None else None
+    except TypeError:
+        return None
+
+
+def hermes_installed() -> bool:
+    """True when Hermes' plugin system imports in this Python."""
+    return module("hermes_cli.plugins") is not None

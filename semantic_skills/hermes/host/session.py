@@ -1,0 +1,34 @@
+"""What the gateway and the agent know about the session a message belongs to."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def session_key(gateway, source) -> str | None:
+    """The gateway's session key for ``source``; None when the gateway cannot say."""
+    try:
+        key = gateway._session_key_for_source(source)
+    except Exception:  # noqa: BLE001 - no key, no pending-state check: do not route
+        return None
+    return key if isinstance(key, str) else None
+
+
+def peek_session_id(session_store, key: str) -> str | None:
+    """The session id the gateway holds for ``key`` now, without creating one; None for a brand-new chat."""
+    peek = getattr(session_store, "peek_session_id", None)
+    value = peek(key) if callable(peek) else None
+    return value if isinstance(value, str) and value else None
+
+
+def current_platform() -> str:
+    """The chat platform of the running session, as Hermes' prompt builder finds it (``""`` when unknown)."""
+    platform = os.environ.get("HERMES_PLATFORM") or os.environ.get("HERMES_SESSION_PLATFORM")
+    if platform:
+        return platform
+    get_session_env = getattr(sys.modules.get("gateway.session_context"), "get_session_env", None)
+    try:
+        return str(get_session_env("HERMES_SESSION_PLATFORM") or "") if get_session_env else ""
+    except Exception:  # noqa: BLE001
+        return ""

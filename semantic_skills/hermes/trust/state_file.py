@@ -1,0 +1,112 @@
+"""The state file of one Hermes home (``semantic-skills/dedupe.json``): the block ledger and the chat records.
+
+Its bytes are checked entry by entry on reading: anything this module would
+not write raises :class:`DamagedFile`, and the reader never holds more than
+:data:`MAX_FILE_BYTES`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...injection import MODES
+from .chats import MAX_KEY_CHARS, MAX_LIVE_PER_CHAT, ChatRecord
+from .ledger import LedgerRow
+
+FORMAT_VERSION = 2
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+
+class DamagedFile(ValueError):
+    """The state file is not what this module writes."""
+
+
+class OldFormat(Exception):
+    """A state file an earlier release wrote: nothing to warn about, it is simply replaced."""
+
+
+@dataclass
+class Snapshot:
+    """What a state file holds, checked."""
+
+    clean: bool = False
+    chats: list[tuple[str, ChatRecord]] = field(default_factory=list)
+    blocks: list[LedgerRow] = field(default_factory=list)
+
+
+def read_state(path: Path, ttl_seconds: float, now: float) -> Snapshot:
+    """The file's content (chats idle over ``ttl_seconds`` left out); raises ``OSError`` when it cannot be read,
+    :class:`OldFormat` or :class:`DamagedFile`."""
+    return parse_state(_read_capped(path), ttl_seconds, now)
+
+
+def _read_capped(path: Path) -> bytes:
+    """The file's bytes, refusing one over :data:`MAX_FILE_BYTES` without reading it."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            raise DamagedFile(f"{size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit")
+        return handle.read(MAX_FILE_BYTES + 1)
+
+
+def parse_state(raw: bytes, ttl_seconds: float, now: float) -> Snapshot:
+    """A state file's content, checked entry by entry; raises on anything this module would not write."""
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise DamagedFile("not a JSON object")
+    if data.get("version") != FORMAT_VERSION:
+        if data.get("version") == 1:
+            raise OldFormat()
+        raise DamagedFile(f"version {str(data.get('version'))[:20]!r}")
+    clean, chats, blocks = data.get("clean"), data.get("chats"), data.get("blocks")
+    if not isinstance(clean, bool) or not isinstance(chats, list) or not isinstance(blocks, list):
+        raise DamagedFile("clean, chats or blocks missing")
+    snapshot = Snapshot(clean, [], [_block_row(row) for row in blocks])
+    for row in chats:
+        key, record = _chat_row(row)
+        if now - record.seen <= ttl_seconds:
+            snapshot.chats.append((key, record))
+    return snapshot
+
+
+def _chat_row(row) -> tuple[str, ChatRecord]:
+    if not (isinstance(row, list) and len(row) == 4):
+        raise DamagedFile("a chat row is not [key, session id, seen, live]")
+    key, session_id, seen, live = row
+    if not (isinstance(key, str) and 0 < len(key) <= MAX_KEY_CHARS):
+        raise DamagedFile("a chat key is not a short string")
+    if session_id is not None and not (isinstance(session_id, str) and 0 < len(session_id) <= MAX_KEY_CHARS):
+        raise DamagedFile("a session id is not a short string")
+    if isinstance(seen, bool) or not isinstance(seen, (int, float)) or not math.isfinite(float(seen)):
+        raise DamagedFile("a chat's time is not a finite number")
+    if not (isinstance(live, dict) and len(live) <= MAX_LIVE_PER_CHAT
+            and all(isinstance(name, str) and name and mode in MODES for name, mode in live.items())):
+        raise DamagedFile("a chat's live skills are not a small name -> mode mapping")
+    return key, ChatRecord(session_id, dict(live), float(seen))
+
+
+def _block_row(row) -> LedgerRow:
+    if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and len(row[0]) == 32
+            and row[1] in MODES and isinstance(row[2], list) and 1 <= len(row[2]) <= 2
+            and all(isinstance(name, str) and name for name in row[2])):
+        raise DamagedFile("a block row is not [digest, mode, names]")
+    return row[0], row[1], tuple(row[2])
+
+
+def state_payload(clean: bool, chats: list[tuple[str, ChatRecord]], blocks: list[LedgerRow]) -> bytes:
+    """The file's bytes: within :data:`MAX_FILE_BYTES`, leaving out the chats idle longest if need be."""
+    head = json.dumps({"version": FORMAT_VERSION, "clean": clean,
+                       "blocks": [[digest, mode, list(names)] for digest, mode, names in blocks]})
+    room = MAX_FILE_BYTES - len(head.encode("utf-8")) - 64
+    rows: list[str] = []
+    for key, record in reversed(chats):  # newest first
+        row = json.dumps([key, record.session_id, record.seen, record.live])
+        room -= len(row.encode("utf-8")) + 1
+        if room < 0:
+            break
+        rows.append(row)
+    return (head[:-1] + ', "chats": [' + ", ".join(reversed(rows)) + "]}").encode("utf-8")
