@@ -1,16 +1,20 @@
-"""Measure Hermes' system prompt with the skills of a folder installed: ``full`` against ``compact``.
+"""Measure the system prompt a provider receives with the skills of a folder installed: ``full`` against
+``compact``, and what the plugin's ``llm_request`` middleware costs per request.
 
-    python benchmarks/prompt_size.py [--skills-dir ../shared/data/corpora]
+    python benchmarks/prompt_size.py [--skills-dir ../shared/data/corpora] [--requests 500]
 
 The skills are not copied: a temporary Hermes home lists the folder in
 ``skills.external_dirs``, the plugin is linked into its ``plugins/``, and an
 index of the folder is built first (without one the plugin keeps Hermes' own
 listing in ``compact`` mode too: the agent must still see its skills).
-For each ``prompt_mode`` it prints, as one JSON line, the size of the skills
-section (``run_agent.build_skills_system_prompt``) and of the whole system
-prompt an ``AIAgent`` builds, in characters and tokens. Tokens are counted
-with the o200k_base tokenizer when the ``bpe-openai`` package is importable,
-else estimated as Hermes does (characters / 4).
+For each ``prompt_mode`` an ``AIAgent`` builds its system prompt (Hermes' own,
+listing included), and a chat-completions request carrying it goes through
+Hermes' ``apply_llm_request_middleware`` as a turn's request does. One JSON
+line per mode gives the size of Hermes' skills section and of the system
+prompt sent, in characters and tokens, and the middleware pass's median and
+99th-percentile time per request. Tokens are counted with the o200k_base
+tokenizer when the ``bpe-openai`` package is importable, else estimated as
+Hermes does (characters / 4).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -40,7 +46,7 @@ def token_counter():
         return "Hermes estimate (characters / 4)", estimate_tokens_rough
 
 
-def measure(skills_dir: Path) -> list[dict]:
+def measure(skills_dir: Path, requests: int) -> list[dict]:
     home = Path(tempfile.mkdtemp(prefix="prompt-size-home-"))
     (home / "plugins").mkdir()
     (home / "plugins" / "semantic-skills").symlink_to(REPO, target_is_directory=True)
@@ -60,6 +66,7 @@ def measure(skills_dir: Path) -> list[dict]:
     configure("compact")
     discover_plugins(force=True)
     import run_agent
+    from hermes_cli.middleware import apply_llm_request_middleware
 
     tokenizer, count = token_counter()
     rows = []
@@ -68,14 +75,26 @@ def measure(skills_dir: Path) -> list[dict]:
         agent = run_agent.AIAgent(base_url="http://127.0.0.1:9/v1", api_key="unused", model="fake-model",
                                   quiet_mode=True, skip_context_files=True, skip_memory=True, platform="cli")
         section = run_agent.build_skills_system_prompt(available_tools=agent.valid_tool_names)
-        whole = agent._build_system_prompt()
+        built = agent._build_system_prompt()
+        request = {"model": "fake-model", "messages": [{"role": "system", "content": built},
+                                                       {"role": "user", "content": "hello"}], "tools": agent.tools}
+        seconds = []
+        for turn in range(requests):
+            started = time.perf_counter()
+            sent = apply_llm_request_middleware(request, session_id=f"size-{mode}", platform="cli",
+                                                turn_id=f"size-{mode}:{turn}").payload
+            seconds.append(time.perf_counter() - started)
+        system = sent["messages"][0]["content"]
         rows.append({
             "prompt_mode": mode,
             "skills_listed": section.count("\n    - "),
             "skills_section_chars": len(section),
             "skills_section_tokens": count(section),
-            "system_prompt_chars": len(whole),
-            "system_prompt_tokens": count(whole),
+            "system_prompt_built_chars": len(built),
+            "system_prompt_sent_chars": len(system),
+            "system_prompt_sent_tokens": count(system),
+            "middleware_ms_p50": round(statistics.median(seconds) * 1000, 3),
+            "middleware_ms_p99": round(sorted(seconds)[int(0.99 * (len(seconds) - 1))] * 1000, 3),
             "tokenizer": tokenizer,
         })
     return rows
@@ -85,11 +104,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skills-dir", type=Path, default=REPO.parent / "shared" / "data" / "corpora",
                         help="Folder of SKILL.md files to install (default: ../shared/data/corpora).")
+    parser.add_argument("--requests", type=int, default=500, help="Requests timed per mode (default 500).")
     args = parser.parse_args()
     if not args.skills_dir.is_dir():
         sys.exit(f"prompt_size: {args.skills_dir} is not a folder")
     skills = sum(1 for _ in args.skills_dir.resolve().rglob("SKILL.md"))
-    for row in measure(args.skills_dir.resolve()):
+    for row in measure(args.skills_dir.resolve(), args.requests):
         print(json.dumps({"skill_files": skills, **row}))
     sys.stdout.flush()
     os._exit(0)  # skip the routing worker's shutdown wait

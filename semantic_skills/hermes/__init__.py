@@ -2,18 +2,20 @@
 
 ``register(ctx)`` is what Hermes calls when it loads the plugin folder under
 ``$HERMES_HOME/plugins`` (through the folder's ``__init__.py``; Hermes 0.21
-calls it once per profile). It is cheap: it wires the
-hooks, the ``search_skills`` tool, the ``hermes semantic-skills`` command and
-the compact skills prompt and says in one line each what this Hermes lacks
-(see host/probes.py); the routing worker starts in the background. Every hook
-call then works on the runtime of the Hermes home it is made for. Nothing
-heavy is imported here, and importing this package imports none of its
-modules (the command line reads ``semantic_skills.hermes.config``).
+calls it once per profile). It is cheap: through Hermes' public plugin API
+only, it wires the hooks, the ``llm_request`` middleware that puts the
+compact skills section in the system prompt, the ``search_skills`` tool and
+the ``hermes semantic-skills`` command; the routing worker starts in the
+background. What this Hermes lacks is logged at debug level (``doctor`` shows
+it all), a lack that costs a feature as a warning. Every call then works on
+the runtime of the Hermes home it is made for. Nothing heavy is imported
+here, and importing this package imports none of its modules (the command
+line reads ``semantic_skills.hermes.config``).
 
-When the plugin's dependencies are not installed in Hermes' Python, only the
-command is wired and ``register`` raises :class:`NotRouting`: Hermes keeps
-its own skills listing, logs the one-line reason and fix in agent.log, and
-shows it next to the plugin in ``/plugins``.
+When the plugin's dependencies are not installed in this Python, everything
+is wired all the same and one warning names the fix (the same ``doctor``
+gives): until they are, the routing worker reports the missing package, new
+sessions keep Hermes' own skills listing and ``search_skills`` matches words.
 """
 
 from __future__ import annotations
@@ -25,25 +27,15 @@ ROUTING_HOOKS = ("pre_gateway_dispatch", "pre_llm_call")
 HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "on_skill_lifecycle")
 
 
-class NotRouting(RuntimeError):
-    """The plugin cannot route in this Python; the message is one line naming the fix."""
-
-
 def register(ctx) -> None:
-    from . import cli_command
-    from .config import HERMES_COMMAND, HERMES_DISTRIBUTION
+    from . import cli_command, hooks, tool
+    from .host import probes
+    from .host.lookup import hermes_version, valid_hooks
+    from .prompt import middleware
+    from .runtime import get_runtime, use_plugin_config
 
     ctx.register_cli_command(name=cli_command.NAME, help=cli_command.HELP, setup_fn=cli_command.setup,
                              handler_fn=cli_command.run, description=cli_command.HELP)
-    _check_dependencies(HERMES_COMMAND, HERMES_DISTRIBUTION)
-
-    from . import hooks, tool
-    from .host import probes
-    from .host.lookup import hermes_version, valid_hooks
-    from .prompt import wrapper
-    from .prompt.mode import prompt_mode
-    from .runtime import get_runtime, use_plugin_config
-
     get_config = getattr(ctx, "get_config", None)
     use_plugin_config(get_config if callable(get_config) else None)
     runtime = get_runtime()
@@ -54,33 +46,40 @@ def register(ctx) -> None:
     ctx.register_tool(name=tool.NAME, toolset=tool.TOOLSET, schema=tool.SCHEMA,
                       handler=_with_runtime(tool.search_skills),
                       description=tool.SCHEMA["description"], emoji="🧭")
-    wrapper.install(runtime.log_once, prompt_mode)
+    register_middleware = getattr(ctx, "register_middleware", None)
+    if callable(register_middleware):
+        register_middleware(middleware.KIND, _guarded(middleware.KIND, middleware.on_llm_request))
     for capability in probes.probe(load_gateway=False):
         if not capability.available:
-            level = logging.INFO if capability.name in probes.ABSENT_FEATURES else logging.WARNING
+            level = logging.DEBUG if capability.name in probes.ABSENT_FEATURES else logging.WARNING
             runtime.log_once(level, f"Hermes {hermes_version()}: {capability.name} unavailable: "
                                     f"{capability.detail}")
+    problem = dependency_problem()
+    if problem:
+        runtime.log_once(logging.WARNING, problem)
 
 
-def _check_dependencies(command: str, host: str) -> None:
-    """Raise :class:`NotRouting` when the routing worker's core libraries are missing from this Python."""
+def dependency_problem() -> str:
+    """One line naming the routing worker's core libraries missing from this Python, and the fix; "" when none
+    is missing."""
     from ..errors import ConfigError
     from ..requirements import CORE_MODULES, missing_modules
     from ..settings import EmbedderSettings
-    from .config import load_config, plugin_settings
+    from .config import HERMES_COMMAND, HERMES_DISTRIBUTION, load_config, plugin_settings
     from .doctor.install_fix import install_fix
     from .host.home import hermes_home
 
     missing = missing_modules(CORE_MODULES)
-    if missing:
-        home = hermes_home()
-        try:
-            embedder = plugin_settings(load_config(home)).embedder
-        except ConfigError:
-            embedder = EmbedderSettings()
-        fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=host).fix
-        raise NotRouting(f"semantic-skills is not routing: {', '.join(missing)} not installed in this Python; "
-                         f"fix: {fix} (then check with: {command} doctor)")
+    if not missing:
+        return ""
+    home = hermes_home()
+    try:
+        embedder = plugin_settings(load_config(home)).embedder
+    except ConfigError:
+        embedder = EmbedderSettings()
+    fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=HERMES_DISTRIBUTION).fix
+    return (f"not routing: {', '.join(missing)} not installed in this Python; "
+            f"fix: {fix} (then check with: {HERMES_COMMAND} doctor)")
 
 
 def _guarded(name: str, hook):

@@ -247,11 +247,11 @@ def test_a_failing_probe_is_reported_not_raised(monkeypatch):
 
 def test_register_says_in_one_line_each_what_this_hermes_lacks(runtime, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))  # a home of its own, so nothing was said for it yet
-    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+    with caplog.at_level(logging.DEBUG, logger="semantic_skills"):
         register(RecordingContext())
     get_runtime(tmp_path).close()
     lines = [r for r in caplog.records if "unavailable" in r.getMessage()]
     assert sorted(r.getMessage().split(": ")[2].split(" ")[0] for r in lines) == sorted(
         [probes.HOOK_TIME_LIMIT, probes.PLUGIN_CONFIG, probes.PROJECT_SKILLS,
          probes.SECRET_CAPTURE, probes.SKILL_LIFECYCLE, probes.PINNED_SKILLS])
-    assert {r.levelno for r in lines} == {logging.INFO}  # features this Hermes never had: nothing is lost
+    assert {r.levelno for r in lines} == {logging.DEBUG}  # features this Hermes never had: nothing is lost

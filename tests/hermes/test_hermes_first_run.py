@@ -43,16 +43,26 @@ def bare_hermes(bare, *args: str, cwd: Path | None = None) -> subprocess.Complet
 
 
 LOAD_AS_HERMES_DOES = textwrap.dedent("""
-    import json
+    import json, logging
+    said = []
+    class Keep(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+    logging.getLogger("semantic_skills").addHandler(Keep())
     from hermes_cli.plugins import get_plugin_manager
     manager = get_plugin_manager()
     manager.discover_and_load(force=True)
-    import agent.prompt_builder as prompt_builder
-    listing = prompt_builder.build_skills_system_prompt(available_tools={"skills_list", "skill_view"})
+    from agent.prompt_builder import build_skills_system_prompt
+    from hermes_cli.middleware import apply_llm_request_middleware
+    listing = build_skills_system_prompt(available_tools={"skills_list", "skill_view"})
+    request = {"messages": [{"role": "system", "content": "You are Hermes.\\n\\n" + listing}]}
+    sent = apply_llm_request_middleware(request, session_id="first", platform="cli").payload
     shown = {p["name"]: p for p in manager.list_plugins()}["semantic-skills"]
     loaded = manager._plugins["semantic-skills"]
     print(json.dumps({"error": shown["error"], "hooks": loaded.hooks_registered, "tools": loaded.tools_registered,
-                      "cli": "semantic-skills" in manager._cli_commands, "listing": listing}))
+                      "cli": "semantic-skills" in manager._cli_commands,
+                      "sent": sent["messages"][0]["content"], "listing": listing,
+                      "not_routing": [m for m in said if "semantic-skills: not routing" in m]}))
 """)
 
 
@@ -63,10 +73,13 @@ def test_without_dependencies_hermes_keeps_its_own_listing_and_shows_the_fix(bar
 
     assert done.returncode == 0, done.stderr[-3000:]
     state = json.loads(done.stdout.strip().splitlines()[-1])
-    assert state["error"].startswith("semantic-skills is not routing: numpy, faiss not installed")  # /plugins shows it
-    assert f"fix: {bare.install}" in state["error"] and "\n" not in state["error"]
-    assert state["hooks"] == [] and state["tools"] == [] and state["cli"]
-    assert "<available_skills>" in state["listing"] and "pdf-to-markdown" in state["listing"]  # Hermes' own
+    assert state["error"] is None and state["cli"]  # it loads: Hermes' plugin checks see what it registers
+    assert set(state["hooks"]) >= {"pre_gateway_dispatch", "pre_llm_call"} and state["tools"] == ["search_skills"]
+    said, = state["not_routing"]  # one line, in agent.log, with the fix
+    assert said.startswith("semantic-skills: not routing: numpy, faiss not installed")
+    assert f"fix: {bare.install}" in said and "\n" not in said
+    assert "<available_skills>" in state["listing"] and "pdf-to-markdown" in state["listing"]
+    assert state["sent"] == "You are Hermes.\n\n" + state["listing"]  # Hermes' own listing goes out
 
 
 @pytest.mark.parametrize("args", [["status"], ["build"], ["search", "pdf"], ["status", "--json"]])
@@ -80,11 +93,11 @@ def test_without_dependencies_each_command_names_the_fix_in_one_line(bare, args)
 
 def test_without_dependencies_hermes_logs_the_reason_once_per_start(bare):
     log = bare.home / "logs" / "agent.log"
-    before = log.read_text().count("semantic-skills is not routing") if log.exists() else 0
+    before = log.read_text().count("semantic-skills: not routing") if log.exists() else 0
 
     bare_hermes(bare, "semantic-skills", "status")
 
-    lines = [line for line in log.read_text().splitlines() if "semantic-skills is not routing" in line]
+    lines = [line for line in log.read_text().splitlines() if "semantic-skills: not routing" in line]
     assert len(lines) == before + 1 and "WARNING" in lines[-1] and f"fix: {bare.install}" in lines[-1]
 
 
@@ -145,7 +158,7 @@ def test_doctor_without_pytorch_or_a_gpu_offers_the_install_without_it_beside_th
     loaded = subprocess.run([str(python), "-c", LOAD_AS_HERMES_DOES], text=True, capture_output=True, timeout=300,
                             env={"HERMES_HOME": str(home), "PATH": f"{no_gpu}:/usr/bin:/bin"}, cwd=home)
     assert loaded.returncode == 0, loaded.stderr[-3000:]
-    shown = json.loads(loaded.stdout.strip().splitlines()[-1])["error"]  # what /plugins and agent.log say
+    shown, = json.loads(loaded.stdout.strip().splitlines()[-1])["not_routing"]  # what agent.log says
     # under Hermes the install names hermes-agent, so pip keeps Hermes' pins
     assert f"; fix: {cpu_torch_install(python)} hermes-agent (then check with: hermes semantic-skills doctor)" in shown
 

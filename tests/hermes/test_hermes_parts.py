@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import sys
@@ -12,7 +13,7 @@ from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import tool
 from semantic_skills.hermes.config import PluginSettings
 from semantic_skills.hermes.offer.rules import Eligibility
-from semantic_skills.hermes.prompt import stub, wrapper
+from semantic_skills.hermes.prompt import stub
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.hermes.trust.ledger import BlockLedger
 from semantic_skills.hermes.trust.live import LiveContext, covered, current_message_index
@@ -219,7 +220,7 @@ def test_old_turns_expire():
     assert ledger.take("telegram", "u1", "s1", "question") == [] and len(ledger) == 0
 
 
-# --------------------------------------------------------------------------- prompt patch
+# --------------------------------------------------------------------------- the skills section
 
 
 def test_compact_prompt_is_one_constant_naming_only_available_tools():
@@ -234,29 +235,75 @@ def test_compact_prompt_is_one_constant_naming_only_available_tools():
         assert "never above the user or this prompt" in text
 
 
-def test_patch_is_installed_in_hermes_and_follows_prompt_mode(plugin_manager, hermes_home):
+def hermes_request(session_id: str, tools=("skill_view", "skills_list", "search_skills")) -> tuple[dict, dict]:
+    """A request as Hermes builds it (its own listing in the system prompt) and the middleware's context."""
+    from agent.prompt_builder import build_skills_system_prompt
+
+    system = f"You are Hermes.\n\n{build_skills_system_prompt(available_tools=set(tools))}\n\nHost: Linux"
+    request = {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi"}],
+               "tools": [{"type": "function", "function": {"name": name}} for name in tools]}
+    return request, {"session_id": session_id, "platform": "cli", "task_id": "t", "turn_id": f"{session_id}:t:1",
+                     "model": "m", "provider": "custom", "api_mode": "chat_completions"}
+
+
+def test_the_stub_goes_out_through_hermes_middleware_and_no_hermes_function_is_wrapped(plugin_manager):
     import agent.prompt_builder
     import run_agent
+    from hermes_cli.middleware import apply_llm_request_middleware
 
-    assert run_agent.build_skills_system_prompt is agent.prompt_builder.build_skills_system_prompt
-    tools = {"skill_view", "skills_list", "search_skills"}
-    assert run_agent.build_skills_system_prompt(available_tools=tools) == stub.COMPACT_SKILLS_PROMPT
+    original = agent.prompt_builder.build_skills_system_prompt
+    assert run_agent.build_skills_system_prompt is original and original.__module__ == "agent.prompt_builder"
+    assert not hasattr(original, "_semantic_skills_original") and "<available_skills>" in original()
+    request, context = hermes_request("middleware-1")
+    sent = copy.deepcopy(request)
+
+    result = apply_llm_request_middleware(request, **context)
+    system = result.payload["messages"][0]["content"]
+    assert stub.COMPACT_SKILLS_PROMPT in system and "<available_skills>" not in system
+    assert system.startswith("You are Hermes.\n\n## Skills") and system.endswith("\n\nHost: Linux")
+    assert result.payload["messages"][1:] == sent["messages"][1:] and request == sent  # Hermes' own copy untouched
+    again = apply_llm_request_middleware(hermes_request("middleware-1")[0], **context)
+    assert again.payload == result.payload  # the same bytes on every request
+
+
+def test_without_search_skills_the_stub_names_the_tools_the_session_has(plugin_manager):
+    from hermes_cli.middleware import apply_llm_request_middleware
+
+    request, context = hermes_request("middleware-2", tools=("skill_view", "skills_list"))
+    system = apply_llm_request_middleware(request, **context).payload["messages"][0]["content"]
+
+    assert stub.COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH in system
+
+
+def test_full_prompt_mode_sends_hermes_listing_as_it_is(plugin_manager, hermes_home):
+    from hermes_cli.middleware import apply_llm_request_middleware
+
     write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000,
                    prompt_mode="full")
     try:
-        assert "<available_skills>" in run_agent.build_skills_system_prompt(available_tools=tools)
+        request, context = hermes_request("middleware-full")
+        assert apply_llm_request_middleware(request, **context).payload == request
     finally:
         write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000)
 
 
-def test_without_a_listing_function_hermes_is_left_alone_and_it_is_said(monkeypatch, caplog):
-    import agent.prompt_builder
+def test_a_listing_in_a_shape_not_recognised_is_sent_as_it_is_and_it_is_said_once(plugin_manager, caplog):
+    from hermes_cli.middleware import apply_llm_request_middleware
 
-    monkeypatch.delattr(agent.prompt_builder, "build_skills_system_prompt")
+    request, context = hermes_request("middleware-odd")
+    request["messages"][0]["content"] += "\n\n## Skills\n<available_skills>\n</available_skills>"
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
-        assert wrapper.install(OnceLogger(), lambda home: "compact") is False
-    assert "skills listing stays in the system prompt" in caplog.text
-    assert not hasattr(agent.prompt_builder, "build_skills_system_prompt")
+        for _ in range(2):
+            assert apply_llm_request_middleware(copy.deepcopy(request), **context).payload == request
+    assert len([r for r in caplog.records if "not in a shape this plugin recognises" in r.getMessage()]) == 1
+
+
+def test_a_request_without_a_listing_is_left_alone(plugin_manager):
+    from hermes_cli.middleware import apply_llm_request_middleware
+
+    request = {"model": "m", "messages": [{"role": "system", "content": "Summarise the conversation."},
+                                          {"role": "user", "content": "..."}]}
+    assert apply_llm_request_middleware(request, session_id="side", platform="cli").payload == request
 
 
 # --------------------------------------------------------------------------- environments

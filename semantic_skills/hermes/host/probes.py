@@ -115,12 +115,14 @@ def _present(module: str, names: tuple[str, ...], found: str, missing: str) -> C
 
 
 def _skills_prompt() -> tuple[bool, str]:
-    build = attribute("agent.prompt_builder", "build_skills_system_prompt")
-    if not callable(build):
-        return False, ("agent.prompt_builder.build_skills_system_prompt not found: Hermes' own skills listing "
-                       "stays in the system prompt")
-    shown = ", ".join(parameters(build)) or "..."
-    return True, f"agent.prompt_builder.build_skills_system_prompt({shown}) found: replaced by the compact stub"
+    if not callable(attribute("hermes_cli.plugins", "PluginContext.register_middleware")):
+        return False, ("no ctx.register_middleware: Hermes' own skills listing stays in the system prompt (skills "
+                       "are still injected into messages)")
+    kinds = getattr(module("hermes_cli.middleware"), "VALID_MIDDLEWARE", None) or ()
+    if "llm_request" not in kinds:
+        return False, ("no llm_request middleware: Hermes' own skills listing stays in the system prompt (skills "
+                       "are still injected into messages)")
+    return True, "llm_request middleware: each request carries the compact skills section in place of the listing"
 
 
 def _gateway_runner():

@@ -1,8 +1,9 @@
-"""The system prompt's skills section: a short constant in place of Hermes' listing.
+"""The system prompt's skills section: a short constant in place of Hermes' listing, on the outgoing request.
 
-``stub`` holds the texts, ``mode`` decides per Hermes home whether the stub
-or Hermes' own listing goes out (``prompt_mode``, and Hermes' listing while
-routing cannot work), ``wrapper`` applies it on a Hermes whose prompt builder
-is the only seam, and ``tools_view`` records the session's tools the prompt
-was built with, an input of the offer rules.
+``stub`` holds the texts, ``mode`` decides per session whether the stub or
+Hermes' own listing goes out (``prompt_mode``, and Hermes' listing while
+routing cannot work), ``middleware`` applies it through Hermes' public
+``llm_request`` middleware, ``listing`` finds Hermes' listing by its exact
+shape and ``request`` the system prompt in each provider request shape, and
+``tools_view`` records the session's tools, an input of the offer rules.
 """

@@ -1,22 +1,47 @@
-"""Which skills section a Hermes home's new sessions get: the stub, or Hermes' own listing.
+"""Which skills section a Hermes home's sessions get: the stub, or Hermes' own listing.
 
 ``prompt_mode: full`` keeps Hermes' listing. So does a home where routing
 cannot work yet (no index, a failed worker: see ``hermes/fallback.py``), so
-the agent still sees its skills; the reason is logged once with its fix.
+the agent still sees its skills; the reason is logged once with its fix. A
+session keeps the section its first request got, so its system prompt stays
+the same bytes whatever routing does meanwhile; a new session takes the
+current answer.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from ..fallback import routing_problem
 from ..runtime import get_runtime
 from .stub import COMPACT, LISTING
 
+MAX_SESSIONS = 4096  # sessions whose section is remembered
 
-def prompt_mode(home: Path) -> str:
-    """:data:`~.stub.COMPACT` or :data:`~.stub.LISTING` for a prompt built for ``home``."""
+_sessions: OrderedDict[tuple[str, str], str] = OrderedDict()
+_lock = threading.Lock()
+
+
+def prompt_mode(home: Path, session_id: str | None = None) -> str:
+    """:data:`~.stub.COMPACT` or :data:`~.stub.LISTING` for a request of ``session_id`` in ``home``."""
+    key = (str(home), session_id or "")
+    with _lock:
+        kept = _sessions.get(key) if session_id else None
+    if kept is not None:
+        return kept
+    mode = _current_mode(home)
+    if session_id:
+        with _lock:
+            _sessions[key] = mode
+            while len(_sessions) > MAX_SESSIONS:
+                _sessions.popitem(last=False)
+    return mode
+
+
+def _current_mode(home: Path) -> str:
     runtime = get_runtime(home)
     mode = runtime.refresh().prompt_mode
     problem = routing_problem(runtime) if mode == COMPACT else ""
