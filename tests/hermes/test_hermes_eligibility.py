@@ -51,13 +51,11 @@ def home(tmp_path, monkeypatch) -> Path:
 
 
 def hermes_listing(tools: set[str] | None, toolsets: set[str] | None) -> str:
-    """Hermes 0.19's own skills listing for the home, from the function the plugin wraps."""
+    """Hermes 0.19's own skills listing for the home."""
     import agent.prompt_builder
 
-    build = agent.prompt_builder.build_skills_system_prompt
-    original = getattr(build, "_semantic_skills_original", build)
     agent.prompt_builder.clear_skills_system_prompt_cache(clear_snapshot=True)
-    return original(available_tools=tools, available_toolsets=toolsets)
+    return agent.prompt_builder.build_skills_system_prompt(available_tools=tools, available_toolsets=toolsets)
 
 
 @pytest.mark.parametrize("tools, toolsets", [(None, None), ({"browser_navigate", "skill_view"}, {"skills"}),

@@ -152,8 +152,11 @@ GATEWAY_PROCESS = textwrap.dedent("""
                 platform="cli", sender_id="")
     from tools.registry import registry
     found = json.loads(registry.dispatch("search_skills", {{"query": "pdf to markdown"}}))
-    import run_agent
-    run_agent.build_skills_system_prompt(available_tools={{"skill_view", "search_skills"}})
+    from hermes_cli.middleware import apply_llm_request_middleware
+    from agent.prompt_builder import build_skills_system_prompt
+    listing = build_skills_system_prompt(available_tools={{"skill_view", "search_skills"}})
+    apply_llm_request_middleware({{"messages": [{{"role": "system", "content": "Hermes.\\n\\n" + listing}}]}},
+                                 session_id="cli-1", platform="cli")
     heavy = sorted(m for m in ("numpy", "torch", "faiss", "sentence_transformers", "transformers", "litellm")
                    if m in sys.modules)
     print(json.dumps({{"ready": ready, "injected": turn.text.startswith("<skill-context"),
