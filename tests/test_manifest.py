@@ -83,6 +83,15 @@ def test_python_dependencies_are_pyprojects():
     assert MANIFEST["python_dependencies"] == PYPROJECT["project"]["dependencies"]
 
 
+def test_every_dependency_has_an_upper_bound():
+    """Hermes' dependency policy: ``hermes plugins doctor`` (0.20.1, 0.22.2 ``hermes_cli/plugin_dev.py``) warns
+    about a ``python_dependencies`` entry without ``<``, ``==`` or ``~=``; the extras keep the same rule."""
+    requirements = list(PYPROJECT["project"]["dependencies"])
+    for extra in PYPROJECT["project"].get("optional-dependencies", {}).values():
+        requirements += extra
+    assert requirements and [r for r in requirements if not re.search(r"<|==|~=", r)] == []
+
+
 def test_no_package_metadata_pins_a_hermes():
     """A Hermes that installs plugin dependencies puts pyproject.toml in a uv workspace whose root *is*
     hermes-agent; any requirement on hermes-agent there (even in an extra) fails the resolution."""
