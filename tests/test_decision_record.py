@@ -195,5 +195,5 @@ def test_a_record_that_cannot_be_read_never_blocks_start(_isolated_hermes_home, 
         rt.close()
 
     assert [r.getMessage() for r in caplog.records] == [
-        f"semantic-skills: cannot write the decision record {path} ({path} is not a regular file); "
+        f"semantic-skills: cannot write the decision record {path} (a FIFO (named pipe), not a regular file); "
         "decisions go unrecorded until it can"]
