@@ -281,6 +281,32 @@ def test_the_quarantine_is_never_indexed_however_it_is_reached(tmp_path):
     assert all("quarantine" in s.reason for s in found.skipped)
 
 
+@pytest.mark.parametrize("swapped", ["folder", "file"])
+def test_a_folder_or_file_swapped_for_a_link_into_the_quarantine_after_the_check_is_never_read(tmp_path, monkeypatch,
+                                                                                             swapped):
+    from semantic_skills.skills import discovery
+
+    root = tmp_path / "skills"
+    skill = write_skill(root, "devops/docker", "---\nname: docker\n---\nThe real body.\n")
+    hidden = write_skill(root / ".hub" / "quarantine", "devops/docker", "---\nname: docker\n---\nUNSCANNED\n")
+    checked = discovery.real_path
+
+    def check_then_swap(path):
+        real = checked(path)  # the real path is resolved and found outside the quarantine; then the race is lost
+        moved = (root / "devops", hidden.parent.parent) if swapped == "folder" else (skill, hidden)
+        moved[0].rename(moved[0].with_name("moved-away"))
+        moved[0].symlink_to(moved[1], target_is_directory=swapped == "folder")
+        return real
+
+    monkeypatch.setattr(discovery, "real_path", check_then_swap)
+    found = discover(root)
+
+    assert found.skills == []
+    reason = {"folder": "the path changed while it was read: its folder 'devops' is now a symbolic link",
+              "file": "a symbolic link, not a regular file"}[swapped]
+    assert [(s.path, s.reason) for s in found.skipped] == [(str(skill), f"cannot read file: {reason}")]
+
+
 def test_symlinked_folder_inside_the_root_is_followed(tmp_path):
     write_skill(tmp_path / "store", "tool", "---\nname: tool\n---\n")
     (tmp_path / "alias").symlink_to(tmp_path / "store", target_is_directory=True)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..files import read_regular_file
 from .parsing import Skill, SkillFileError, parse_skill
 
 SKILL_FILENAME = "SKILL.md"
@@ -188,10 +188,7 @@ def _folder_to_search(entry: os.DirEntry, in_skill_dir: bool, real_root: Path,
 
 def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
     if path.is_symlink():
-        try:
-            target = path.resolve(strict=True)
-        except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
-            raise SkillFileError("broken or looping symlink") from None
+        target = real_path(path)
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
     return read_skill_file(path)
@@ -200,39 +197,31 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
 def read_skill_file(path: Path) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES`` outside any quarantine.
 
-    Raises :class:`SkillFileError` (or ``OSError``) otherwise. The file is
-    opened without blocking, so a FIFO named SKILL.md cannot hang the caller,
-    and where it really lies is asked of the open file, so a link swapped
-    after the check cannot lead elsewhere.
+    Raises :class:`SkillFileError` (or ``OSError``, such as
+    :class:`~semantic_skills.files.NotRegularFile`) otherwise. Where the file
+    really lies is resolved and checked, then that very path is read without
+    following any link (``files.read_regular_file``'s exact read), so a folder
+    or link swapped after the check cannot lead into a quarantine; a FIFO named
+    SKILL.md cannot hang the caller.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    real = real_path(path)
+    if in_quarantine(real):
+        raise SkillFileError(f"lies in the hub's quarantine ({'/'.join(QUARANTINE)}), which is never indexed")
+    return read_regular_file(real, MAX_SKILL_BYTES, exact=True)
+
+
+def real_path(path: Path) -> Path:
+    """Where ``path`` really lies: every link on it followed (:class:`SkillFileError` for a broken or looping one)."""
     try:
-        if in_quarantine(_opened_path(fd, path)):
-            raise SkillFileError(f"lies in the hub's quarantine ({'/'.join(QUARANTINE)}), which is never indexed")
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SkillFileError("not a regular file")
-        if st.st_size > MAX_SKILL_BYTES:
-            raise SkillFileError(
-                f"file is {st.st_size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit"
-            )
-        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
-    finally:
-        os.close(fd)
+        return Path(os.path.realpath(path, strict=True))
+    except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
+        raise SkillFileError("broken or looping symlink") from None
 
 
 def in_quarantine(path: str | Path) -> bool:
     """True when ``path`` lies in a hub's quarantine: a ``.hub/quarantine`` folder anywhere on it."""
     parts = Path(path).parts
     return any(parts[i:i + len(QUARANTINE)] == QUARANTINE for i in range(len(parts)))
-
-
-def _opened_path(fd: int, path: Path) -> str:
-    """Where the file open as ``fd`` really lies (from /proc on Linux; else ``path`` resolved)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return os.path.realpath(path)
 
 
 def discover_skills(
