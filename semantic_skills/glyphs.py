@@ -1,8 +1,10 @@
 """How a reader sees text: characters that show nothing, and characters that look like others.
 
-Two uses: :func:`one_line` keeps a name or description on one visible line,
-and :func:`tag_starts` finds every place a reader would see a tag begin,
-however it is disguised (see ``injection.neutralise``).
+Three uses: :func:`misreading` says why a name would not read as written and
+:func:`one_line` keeps a description on one visible line; :func:`visible`
+writes out what a terminal must not act on; and :func:`tag_starts` finds every
+place a reader would see a tag begin, however it is disguised (see
+``injection.neutralise``).
 
 A reader is not fooled by code points: ``<\\u200b/skill-context>`` (a zero-width
 space inside), ``＜/skill‐context＞`` (full-width brackets and U+2010) or
@@ -154,6 +156,50 @@ def is_invisible(char: str) -> bool:
 def one_line(text: str) -> str:
     """``text`` as one line: invisible characters removed, every run of spaces and line breaks one space."""
     return " ".join("".join(c for c in text if not is_invisible(c)).split())
+
+
+def misreading(name: str) -> str:
+    """Why a reader would not read ``name`` as it is written, or ``""`` when they would: it is empty, holds a
+    character they do not see (:func:`is_invisible`), or holds whitespace other than single spaces between
+    visible characters (a line break, a tab, another space, a space at either end or two in a row)."""
+    if not name:
+        return "is empty"
+    for char in name:
+        if is_invisible(char):
+            return f"holds {char_label(char)}, which a reader does not see"
+        if char.isspace() and char != " ":
+            return f"holds {char_label(char)} where only a single space may stand"
+    if name.startswith(" ") or name.endswith(" "):
+        return f"{'starts' if name.startswith(' ') else 'ends'} with a space, which a reader does not see"
+    return "holds two spaces in a row, which a reader takes for one" if "  " in name else ""
+
+
+_UNNAMED = {"Cc": "<control>", "Cs": "<surrogate>", "Co": "<private use>", "Cn": "<unassigned>"}
+
+
+def char_label(char: str) -> str:
+    """``char`` as a message names it: ``U+200B ZERO WIDTH SPACE`` (``U+0009 <control>`` where it has no name)."""
+    name = unicodedata.name(char, "") or _UNNAMED.get(unicodedata.category(char), "<unnamed>")
+    return f"U+{ord(char):04X} {name}"
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL_OR_BREAK = frozenset({"Cc", "Zl", "Zp"})  # controls (ESC, CR, C1...), line and paragraph separators
+
+
+def visible(text: str) -> str:
+    """``text`` with each character a reader does not see or a terminal acts on (controls such as ESC and CR,
+    line breaks, bidi overrides, zero-width characters) written out as its escape (``\\x1b``, ``\\r``,
+    ``\\u202e``), so a terminal prints it as the one line it reads as and runs no sequence in it."""
+    return "".join(_escape(c) if is_invisible(c) or unicodedata.category(c) in _CONTROL_OR_BREAK else c
+                   for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 @functools.lru_cache(maxsize=4096)

@@ -28,6 +28,7 @@ from semantic_skills.index.manifest import MANIFEST, read_manifest
 from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.skills.parsing import NAMING
 
 from support import REPO, edit_manifest, write_skill
 
@@ -351,6 +352,22 @@ def test_new_roots_are_recorded_even_when_no_skill_changed(built, bundled_embedd
 
     assert report.counts()["unchanged"] == 10 and report.wrote
     assert read_manifest(index_dir).roots == [str(skills_dir), str(tmp_path / "more")]
+
+
+def test_an_index_that_named_skills_otherwise_has_them_read_again(built, bundled_embedder):
+    skills_dir, index_dir = built
+
+    def as_an_older_release_named_it(manifest):
+        manifest.pop("naming")
+        next(r for r in manifest["skills"] if r["name"] == "pdf-to-markdown")["name"] = "pdf to markdown"
+
+    edit_manifest(index_dir, as_an_older_release_named_it)
+    report = build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity))  # no vector is redone
+
+    assert report.wrote and report.counts()["unchanged"] == 10
+    manifest = read_manifest(index_dir)
+    assert "pdf-to-markdown" in {r.name for r in manifest.skills} and manifest.naming == NAMING
+    assert not build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity)).wrote
 
 
 def test_categories_follow_the_roots_of_the_latest_build(built, bundled_embedder):

@@ -82,23 +82,26 @@ def test_build_embeddings_script_shows_the_build_help():
 # --------------------------------------------------------------------------- build
 
 
-def test_build_prints_a_summary_with_skipped_files_and_duplicates(examples_copy, tmp_path, loaded_model):
+def test_build_prints_a_summary_with_skipped_files_and_name_conflicts(examples_copy, tmp_path, loaded_model):
     write_skill(examples_copy, "broken/empty", b"")
     write_skill(examples_copy, "broken/binary", b"\x00\x01\x02 binary")
-    write_skill(examples_copy, "zz/second-pdf", "---\nname: pdf-to-markdown\ndescription: same name\n---\n")
+    second = write_skill(examples_copy, "zz/second-pdf", "---\nname: pdf-to-markdown\ndescription: same name\n---\n")
 
     result = cli("build", "--skills-dir", examples_copy, "--index-dir", tmp_path / "index")
 
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"Indexed 10 skills in {tmp_path / 'index'} (sentence-transformers")
-    assert lines[1] == "  added 10, updated 0, removed 0, unchanged 0, skipped 2"
+    assert lines[0].startswith(f"Indexed 9 skills in {tmp_path / 'index'} (sentence-transformers")
+    assert lines[1] == "  added 9, updated 0, removed 0, unchanged 0, skipped 2"
     assert f"  skipped {examples_copy / 'broken/empty/SKILL.md'}: empty file" in lines
     assert any(line.startswith(f"  skipped {examples_copy / 'broken/binary/SKILL.md'}: binary file") for line in lines)
-    assert any(line.startswith("  duplicate name 'pdf-to-markdown'") for line in lines)
+    first = examples_copy / "documents/pdf-to-markdown/SKILL.md"
+    assert (f'  not routed, for its name: {first}, {second} (2 skills answer to the name "pdf-to-markdown" in the '
+            "same skills folders, and the agent's skill_view refuses to choose between them: rename all but one)"
+            ) in lines
 
     again = cli("build", "--skills-dir", examples_copy, "--index-dir", tmp_path / "index")
-    assert again.stdout.startswith("Index already up to date: 10 skills")
+    assert again.stdout.startswith("Index already up to date: 9 skills")
 
 
 def test_build_json_ends_with_the_counts(indexed):
@@ -250,6 +253,23 @@ def test_status_reports_the_embedder_and_what_changed_on_disk(indexed):
     text = cli("status", "--index-dir", index_dir).stdout
     assert "changed since the build (1): commit-messages" in text
     assert "run `semantic-skills build`" in text
+
+
+def test_status_names_the_files_a_name_conflict_leaves_out_and_the_fix(indexed):
+    skills_dir, index_dir = indexed
+    look_alike = write_skill(skills_dir, "zz/look-alike", "---\nname: csv-c1eanup\n---\n")  # 1 for l
+
+    status = last_json(cli("status", "--index-dir", index_dir, "--json").stdout)
+
+    real = skills_dir / "data" / "csv-cleanup" / "SKILL.md"
+    assert status["new"] == status["deleted"] == []
+    assert status["left_out"] == ["csv-cleanup"] and status["up_to_date"] is False
+    assert [c["left_out"] for c in status["conflicts"]] == [[str(real), str(look_alike)]]
+    text = cli("status", "--index-dir", index_dir).stdout.splitlines()
+    assert "left out for their names since the build (1): csv-cleanup" in text
+    assert text[-1] == (f'not routed, for its name: {real}, {look_alike} (names that read alike ("csv-cleanup", '
+                        '"csv-c1eanup"): neither a reader nor the model can tell which is meant; rename all but one '
+                        "so they read differently)")
 
 
 # --------------------------------------------------------------------------- errors

@@ -24,6 +24,8 @@ def _print_build_report(report, as_json: bool) -> None:
             click.echo(f"  skipped {skipped.path}: {skipped.reason}")
         for dup in report.duplicates:
             click.echo(f"  duplicate name {dup.name!r}: kept {dup.kept}, ignored {dup.dropped}")
+        for conflict in report.conflicts:
+            click.echo(f"  {conflict_line(conflict)}")
         for path, warning in report.warnings:
             click.echo(f"  warning {path}: {warning}")
         return
@@ -38,6 +40,7 @@ def _print_build_report(report, as_json: bool) -> None:
         removed_skills=report.removed,
         skipped_files=[{"path": s.path, "reason": s.reason} for s in report.skipped],
         duplicates=[{"name": d.name, "kept": d.kept, "dropped": d.dropped} for d in report.duplicates],
+        conflicts=[{"left_out": list(c.left_out), "reason": c.reason} for c in report.conflicts],
         warnings=[{"path": p, "warning": w} for p, w in report.warnings],
     )
     click.echo(json.dumps(payload, ensure_ascii=False))
@@ -83,7 +86,9 @@ def status(index_dir, as_json):
     diff = diff_with_disk(manifest)
     changed = sorted(record.name for record, _skill in diff.changed())
     new = sorted(skill.name for skill in diff.added())
-    deleted = sorted(record.name for record in diff.removed())
+    conflicting = {path for conflict in diff.conflicts for path in conflict.left_out}
+    deleted = sorted(record.name for record in diff.removed() if record.path not in conflicting)
+    left_out = sorted(record.name for record in diff.removed() if record.path in conflicting)
     info = {
         "index_dir": str(folder),
         "embedder": manifest.embedder.as_dict(),
@@ -93,7 +98,9 @@ def status(index_dir, as_json):
         "changed": changed,
         "new": new,
         "deleted": deleted,
-        "up_to_date": not (changed or new or deleted),
+        "left_out": left_out,
+        "up_to_date": not (changed or new or deleted or left_out),
+        "conflicts": [{"left_out": list(c.left_out), "reason": c.reason} for c in diff.conflicts],
     }
     if as_json:
         click.echo(json.dumps(info, ensure_ascii=False))
@@ -104,8 +111,16 @@ def status(index_dir, as_json):
     click.echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
     if info["up_to_date"]:
         click.echo("up to date with the skills on disk")
-    for label, names in (("changed", changed), ("new", new), ("deleted", deleted)):
+    for label, names in (("changed", changed), ("new", new), ("deleted", deleted),
+                         ("left out for their names", left_out)):
         if names:
             click.echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
     if not info["up_to_date"]:
         click.echo(f"run `{command('build')}` to update the index")
+    for conflict in diff.conflicts:
+        click.echo(conflict_line(conflict))
+
+
+def conflict_line(conflict) -> str:
+    """A name conflict in one line: the skills it leaves out of routing, and why with the fix."""
+    return f"not routed, for its name: {', '.join(conflict.left_out)} ({conflict.reason})"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..files import read_regular_file
+from .names import Duplicate, NameConflict, Placed, resolve_names
 from .parsing import Skill, SkillFileError, parse_skill
 
 SKILL_FILENAME = "SKILL.md"
@@ -52,6 +53,12 @@ class SkillsRoot:
     def kind(self) -> str:
         return PROJECT if self.project else EXTERNAL if self.external else ""
 
+    @property
+    def tier(self) -> str:
+        """Its precedence tier in the agent: all project roots share one, all external roots another, and any
+        other root is a tier of its own."""
+        return self.kind or str(self.path)
+
 
 @dataclass(frozen=True)
 class SkippedFile:
@@ -61,22 +68,14 @@ class SkippedFile:
     reason: str
 
 
-@dataclass(frozen=True)
-class Duplicate:
-    """A skill name found twice; the ``kept`` file wins, ``dropped`` is ignored."""
-
-    name: str
-    kept: str
-    dropped: str
-
-
 @dataclass
 class Discovery:
-    """Everything discovery found: usable skills and what was left out."""
+    """Everything discovery found: the skills routed under their names, and what was left out."""
 
     skills: list[Skill] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     duplicates: list[Duplicate] = field(default_factory=list)
+    conflicts: list[NameConflict] = field(default_factory=list)
 
 
 def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> Iterator[Path]:
@@ -228,18 +227,22 @@ def discover_skills(
     roots: Iterable[SkillsRoot],
     reuse: dict[tuple[str, str], Skill] | None = None,
 ) -> Discovery:
-    """Find and parse every skill under ``roots``.
+    """Find and parse every skill under ``roots``, each routed under its name only if that name loads it.
 
-    Earlier roots win name clashes (local before external, as in the agent); the
-    losers are reported as duplicates. ``reuse`` maps ``(path, content_hash)``
-    to an already-parsed skill, which is returned as is instead of re-parsed.
+    Earlier roots win name clashes across tiers of roots (see
+    :mod:`~semantic_skills.skills.names`: as in the agent); the losers are
+    reported as duplicates, and names no skill or several answer to as
+    conflicts. ``reuse`` maps ``(path, content_hash)`` to an already-parsed
+    skill, which is returned as is instead of re-parsed.
     """
     found = Discovery()
-    by_name: dict[str, Skill] = {}
+    placed: list[Placed] = []
+    tiers: dict[str, int] = {}
     for root in roots:
         root_path = Path(root.path)
         if not root_path.is_dir():
             continue
+        tier = tiers.setdefault(root.tier, len(tiers))
         real_root = root_path.resolve()
         for path in iter_skill_files(root_path, found.skipped):
             try:
@@ -254,10 +257,6 @@ def discover_skills(
             except OSError as exc:
                 found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}"))
                 continue
-            kept = by_name.get(skill.name)
-            if kept is not None:
-                found.duplicates.append(Duplicate(skill.name, kept=kept.path, dropped=skill.path))
-                continue
-            by_name[skill.name] = skill
-            found.skills.append(skill)
+            placed.append(Placed(skill, tier, str(root_path)))
+    found.skills, found.duplicates, found.conflicts = resolve_names(placed)
     return found
