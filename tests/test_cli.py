@@ -272,6 +272,44 @@ def test_status_names_the_files_a_name_conflict_leaves_out_and_the_fix(indexed):
                         "so they read differently)")
 
 
+TITLE_AND_RETURN = "\x1b]0;pwned\x07\r"  # sets the terminal's window title, then overwrites the line
+SHOWN = "\\x1b]0;pwned\\x07\\r"  # what the terminal gets instead: the same characters written out
+
+
+def test_no_command_passes_a_terminal_control_sequence_from_a_path_or_name_to_the_terminal(
+        tmp_path, _isolated_hermes_home, loaded_model):
+    from semantic_skills.decision_log import DecisionEntry, DecisionLog
+    from semantic_skills.hermes.config import decision_record_path
+
+    skills = tmp_path / f"skills{TITLE_AND_RETURN}"
+    shutil.copytree(EXAMPLES / "skills", skills)
+    refused = write_skill(skills, f"bad/evil{TITLE_AND_RETURN}name", "A skill named by its folder.\n")
+    index = tmp_path / f"index{TITLE_AND_RETURN}"
+    record = DecisionLog(decision_record_path(_isolated_hermes_home), 1_000_000)
+    record.append(DecisionEntry(time=1.7e9, path="gateway", platform="telegram\u202e", outcome="injected",
+                                skill="pdf-to-markdown\u202e", mode="full", latency_ms=12.0))
+    record.close()
+
+    runs = {
+        "build": cli("build", "--skills-dir", skills, "--index-dir", index),
+        "status": cli("status", "--index-dir", index),
+        "search": cli("search", "pdf to markdown", "--index-dir", index),
+        "route": cli("route", "convert this scanned PDF into markdown", "--index-dir", index),
+        "history": cli("history"),
+        "an error": cli("status", "--index-dir", tmp_path / f"none{TITLE_AND_RETURN}"),
+    }
+    for command, result in runs.items():
+        for stream in (result.stdout, result.stderr):
+            assert not {"\x1b", "\x07", "\r", "\u202e"} & set(stream), (command, stream)
+    assert f"  skipped {str(refused).replace(TITLE_AND_RETURN, SHOWN)}: its folder's name" in runs["build"].stdout
+    assert f"index:    {str(index).replace(TITLE_AND_RETURN, SHOWN)}" in runs["status"].stdout
+    assert "pdf-to-markdown\\u202e" in runs["history"].stdout
+    assert str(tmp_path / f"none{SHOWN}") in runs["an error"].stderr
+
+    as_json = cli("build", "--skills-dir", skills, "--index-dir", index, "--json").stdout.strip().splitlines()[-1]
+    assert as_json.isascii() and json.loads(as_json)["skipped_files"][0]["path"] == str(refused)
+
+
 # --------------------------------------------------------------------------- errors
 
 

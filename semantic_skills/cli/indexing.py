@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,24 +9,24 @@ import click
 
 from ..errors import NoSkillsFound, command
 from . import defaults
-from .app import TerminalBar, index_dir_option, index_options, json_option, main
+from .app import TerminalBar, echo, echo_json, index_dir_option, index_options, json_option, main
 
 
 def _print_build_report(report, as_json: bool) -> None:
     counts = report.counts()
     if not as_json:
         action = "Indexed" if report.wrote else "Index already up to date:"
-        click.echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
+        echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
                    f"in {report.seconds:.1f} s")
-        click.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         for skipped in report.skipped:
-            click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+            echo(f"  skipped {skipped.path}: {skipped.reason}")
         for dup in report.duplicates:
-            click.echo(f"  duplicate name {dup.name!r}: kept {dup.kept}, ignored {dup.dropped}")
+            echo(f"  duplicate name {dup.name!r}: kept {dup.kept}, ignored {dup.dropped}")
         for conflict in report.conflicts:
-            click.echo(f"  {conflict_line(conflict)}")
+            echo(f"  {conflict_line(conflict)}")
         for path, warning in report.warnings:
-            click.echo(f"  warning {path}: {warning}")
+            echo(f"  warning {path}: {warning}")
         return
     payload = dict(counts)
     payload.update(
@@ -43,7 +42,7 @@ def _print_build_report(report, as_json: bool) -> None:
         conflicts=[{"left_out": list(c.left_out), "reason": c.reason} for c in report.conflicts],
         warnings=[{"path": p, "warning": w} for p, w in report.warnings],
     )
-    click.echo(json.dumps(payload, ensure_ascii=False))
+    echo_json(payload)
 
 
 @main.command()
@@ -103,22 +102,22 @@ def status(index_dir, as_json):
         "conflicts": [{"left_out": list(c.left_out), "reason": c.reason} for c in diff.conflicts],
     }
     if as_json:
-        click.echo(json.dumps(info, ensure_ascii=False))
+        echo_json(info)
         return
-    click.echo(f"index:    {folder}")
-    click.echo(f"embedder: {manifest.embedder.describe()}")
-    click.echo(f"built:    {manifest.built_at}")
-    click.echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
+    echo(f"index:    {folder}")
+    echo(f"embedder: {manifest.embedder.describe()}")
+    echo(f"built:    {manifest.built_at}")
+    echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
     if info["up_to_date"]:
-        click.echo("up to date with the skills on disk")
+        echo("up to date with the skills on disk")
     for label, names in (("changed", changed), ("new", new), ("deleted", deleted),
                          ("left out for their names", left_out)):
         if names:
-            click.echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
+            echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
     if not info["up_to_date"]:
-        click.echo(f"run `{command('build')}` to update the index")
+        echo(f"run `{command('build')}` to update the index")
     for conflict in diff.conflicts:
-        click.echo(conflict_line(conflict))
+        echo(conflict_line(conflict))
 
 
 def conflict_line(conflict) -> str:
