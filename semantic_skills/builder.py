@@ -2,7 +2,9 @@
 
 Only skills whose file hash changed are re-embedded; when nothing changed no
 model is loaded and nothing is written. A change of embedder or of the
-recipe rebuilds in full. One build at a time per index folder.
+recipe rebuilds in full. Roots without a single skill give an empty index (no
+skill to route, nothing embedded), not an error. One build at a time per index
+folder.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from . import recipe
 from .embedders.base import Embedder, EmbedderIdentity
 from .embedders.factory import configured_identity, create_embedder
-from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, NoSkillsFound
+from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from .index.diff import IndexDiff, parsed_records
 from .index.manifest import Manifest, SkillRecord
 from .index.store import build_lock, load_index, remove_stale_files, write_index
@@ -168,9 +170,6 @@ def _discover(roots: list[SkillsRoot], reusable: Manifest | None, report: BuildR
     found = discover_skills(roots, parsed_records(reusable))
     report.skipped, report.duplicates, report.conflicts = found.skipped, found.duplicates, found.conflicts
     report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
-    if not found.skills:
-        searched = ", ".join(str(r.path) for r in roots) or "(no folders)"
-        raise NoSkillsFound(f"no SKILL.md files found under {searched}")
     return found.skills
 
 
@@ -198,6 +197,8 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_
         root_kinds=root_kinds,
         naming=NAMING,
     )
+    if not skills:
+        return manifest, np.zeros((0, identity.dimension), dtype=np.float32)
     return manifest, np.vstack([vectors_by_path[s.path] for s in skills])
 
 

@@ -310,18 +310,43 @@ def test_no_command_passes_a_terminal_control_sequence_from_a_path_or_name_to_th
     assert as_json.isascii() and json.loads(as_json)["skipped_files"][0]["path"] == str(refused)
 
 
+def test_an_empty_library_is_a_state_build_status_route_and_search_say_so_in_a_line(indexed):
+    skills_dir, index_dir = indexed
+    for skill in list(skills_dir.rglob("SKILL.md")):
+        skill.unlink()
+
+    build = cli("build", "--skills-dir", skills_dir, "--index-dir", index_dir)
+    status = cli("status", "--index-dir", index_dir)
+    route = cli("route", "convert this scanned PDF into markdown", "--index-dir", index_dir)
+    search = cli("search", "pdf to markdown", "--index-dir", index_dir)
+
+    assert [r.exit_code for r in (build, status, route, search)] == [0, 0, 0, 0]
+    assert build.stdout.splitlines() == [
+        f"No skill under {skills_dir}: emptied the index in {index_dir} (removed 10 skills); routing injects "
+        "nothing until SKILL.md files are added there and `semantic-skills build` runs again"]
+    assert status.stdout.splitlines()[3:] == [
+        f"skills:   0 from {skills_dir}", "up to date with the skills on disk",
+        f"the index holds no skills: routing injects nothing until SKILL.md files are added under {skills_dir} "
+        "and `semantic-skills build` runs"]
+    assert route.stdout == "inject nothing: the index holds no skills\n"
+    assert search.stdout == (f"the index in {index_dir} holds no skills: add SKILL.md files and run "
+                             "`semantic-skills build`\n")
+    assert "$HERMES_HOME" not in build.stdout + status.stdout + route.stdout + search.stdout
+
+    write_skill(skills_dir, "documents/pdf", "---\nname: pdf\ndescription: Convert a PDF to markdown\n---\nBody.\n")
+    assert "new since the build (1): pdf" in cli("status", "--index-dir", index_dir).stdout
+    assert cli("build", "--skills-dir", skills_dir, "--index-dir", index_dir).stdout.startswith("Indexed 1 skills")
+
+
 # --------------------------------------------------------------------------- errors
 
 
 @pytest.fixture()
 def error_cases(tmp_path, examples_index):
-    (tmp_path / "empty").mkdir()
     corrupt = tmp_path / "corrupt"
     shutil.copytree(examples_index, corrupt)
     (corrupt / MANIFEST).write_text('{"format": "semantic-skills-index"')
     return {
-        "no skills found": (["build", "--skills-dir", tmp_path / "empty", "--index-dir", tmp_path / "i"],
-                            "no SKILL.md files found"),
         "no index (route)": (["route", "--index-dir", tmp_path / "none", "hello there"], "no skill index in"),
         "no index (search)": (["search", "--index-dir", tmp_path / "none", "pdf"], "no skill index in"),
         "no index (status)": (["status", "--index-dir", tmp_path / "none"], "no skill index in"),
@@ -332,7 +357,7 @@ def error_cases(tmp_path, examples_index):
 
 
 @pytest.mark.parametrize(
-    "case", ["no skills found", "no index (route)", "no index (search)", "no index (status)", "embedder mismatch",
+    "case", ["no index (route)", "no index (search)", "no index (status)", "embedder mismatch",
              "corrupt index"]
 )
 def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):

@@ -41,6 +41,11 @@ def skills_roots() -> list[SkillsRoot]:
     return hermes_skills_roots() or hermes_config.skills_roots(_config(), hermes_config.hermes_home())
 
 
+def config_file() -> Path:
+    """The Hermes home's ``config.yaml``, as a message names it: its real path."""
+    return _hermes_config().hermes_home() / "config.yaml"
+
+
 def decision_record() -> Path:
     """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
     hermes_config = _hermes_config()

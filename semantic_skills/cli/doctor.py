@@ -43,6 +43,6 @@ def doctor(timeout, as_json):
             if check.alternative and check.status != "ok":
                 echo(f"{INDENT}or:  {check.alternative}")
         echo("routing works" if healthy else
-                   f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
+             f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
     if not healthy:
         sys.exit(1)

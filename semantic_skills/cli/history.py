@@ -10,7 +10,7 @@ from ..errors import command
 from . import defaults
 from .app import echo, echo_json, json_option, main
 
-SETTINGS_PLACE = "plugins.entries.semantic-skills.settings in $HERMES_HOME/config.yaml"
+SETTINGS_PLACE = "plugins.entries.semantic-skills.settings"
 
 
 @main.command()
@@ -43,6 +43,7 @@ def history(since, as_json):
     embedder = settings.embedder
     summary = summarise(contents.entries, default_embedder=embedder.backend != "litellm" and not embedder.model)
     summary.update(record=str(path), recording=settings.record_decisions, since=since,
+                   config=str(defaults.config_file()),
                    files=[str(f) for f in contents.files], damaged_lines=contents.damaged_lines,
                    cut_files=[str(f) for f in contents.cut_files], unreadable=contents.unreadable)
     if as_json:
@@ -60,7 +61,7 @@ def _echo_record_state(summary: dict) -> None:
     """Where the record is, whether it is on, what had to be skipped, and the time span (or why it is empty)."""
     path = summary["record"]
     if not summary["recording"]:
-        echo(f"The decision record is off (record_decisions: false under {SETTINGS_PLACE}).")
+        echo(f"The decision record is off (record_decisions: false under {SETTINGS_PLACE} in {summary['config']}).")
     for problem in summary["unreadable"]:
         echo(f"cannot read {problem}")
     if summary["damaged_lines"]:
@@ -69,14 +70,14 @@ def _echo_record_state(summary: dict) -> None:
         echo(f"{cut} is larger than record_max_bytes: read its last part only")
     if not summary["files"]:
         echo(f"No decisions recorded yet: {path} does not exist. Hermes records each message it routes "
-                   "there once the plugin is running.")
+             "there once the plugin is running.")
     elif not summary["decisions"]:
         since = f" since {summary['since']}" if summary["since"] else ""
         echo(f"No decisions recorded{since} in {path}.")
     else:
         paths = ", ".join(f"{name} {count}" for name, count in summary["paths"].items())
         echo(f"{summary['decisions']} routed messages from {_minute(summary['first'])} to "
-                   f"{_minute(summary['last'])} UTC ({paths}), recorded in {path}")
+             f"{_minute(summary['last'])} UTC ({paths}), recorded in {path}")
 
 
 def _echo_counts(summary: dict) -> None:
@@ -87,10 +88,10 @@ def _echo_counts(summary: dict) -> None:
         share = f"{modes[mode] / answered:6.1%}" if answered else "     -"
         echo(f"  {mode:<8}{modes[mode]:>7} {share}  {label}")
     echo(f"  injected {outcomes['injected']}, skipped as already in front of the model "
-               f"{outcomes['already_live']}")
+         f"{outcomes['already_live']}")
     if outcomes["unanswered"]:
         echo(f"  {outcomes['unanswered']} message(s) got no decision (the routing worker was not ready, "
-                   "failed or answered too late)")
+             "failed or answered too late)")
 
 
 def _echo_skills(summary: dict) -> None:
@@ -103,13 +104,13 @@ def _echo_skills(summary: dict) -> None:
         echo(f"\nNear misses: {short_of_hint['count']} message(s) got nothing but fell just short of a hint:")
         for row in short_of_hint["skills"]:
             echo(f"  {row['count']:>6}  {row['skill']}: closest at similarity {row['similarity']:.3f} "
-                       f"(floor {row['floor']:.2f}), relative gap {row['gap']:.3f} (needs {row['min_gap']:.2f})")
+                 f"(floor {row['floor']:.2f}), relative gap {row['gap']:.3f} (needs {row['min_gap']:.2f})")
     if short_of_full["count"]:
         echo(f"\nNear misses: {short_of_full['count']} hint(s) fell just short of the whole skill:")
         for row in short_of_full["skills"]:
             echo(f"  {row['count']:>6}  {row['skill']}: closest at relative gap {row['gap']:.3f} "
-                       f"(needs {row['full_gap']:.2f}), relative margin {row['margin']:.3f} "
-                       f"(needs {row['full_margin']:.2f})")
+                 f"(needs {row['full_gap']:.2f}), relative margin {row['margin']:.3f} "
+                 f"(needs {row['full_margin']:.2f})")
 
 
 def _echo_slowest(summary: dict) -> None:
@@ -119,10 +120,10 @@ def _echo_slowest(summary: dict) -> None:
     for row in summary["slowest"]:
         decided = f"{row['skill']} ({row['mode']})" if row["skill"] else row["outcome"]
         echo(f"  {row['latency_ms']:>9.1f} ms  {_minute(row['time'])}  {row['path']:<8} "
-                   f"{row['platform'] or '-':<10} {decided}")
+             f"{row['platform'] or '-':<10} {decided}")
     for path, latency in summary["latency_ms"].items():
         echo(f"  {path}: median {latency['median']:.1f} ms, p95 {latency['p95']:.1f} ms over "
-                   f"{latency['routes']} routes")
+             f"{latency['routes']} routes")
 
 
 def _echo_calibrate(summary: dict) -> None:

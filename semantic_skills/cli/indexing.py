@@ -7,18 +7,21 @@ from pathlib import Path
 
 import click
 
-from ..errors import NoSkillsFound, command
+from ..errors import command
 from . import defaults
 from .app import TerminalBar, echo, echo_json, index_dir_option, index_options, json_option, main
 
 
-def _print_build_report(report, as_json: bool) -> None:
+def _print_build_report(report, roots, as_json: bool) -> None:
     counts = report.counts()
     if not as_json:
-        action = "Indexed" if report.wrote else "Index already up to date:"
-        echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
-                   f"in {report.seconds:.1f} s")
-        echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if report.skills:
+            action = "Indexed" if report.wrote else "Index already up to date:"
+            echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
+                 f"in {report.seconds:.1f} s")
+            echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        else:
+            echo(_empty_library_line(report, roots))
         for skipped in report.skipped:
             echo(f"  skipped {skipped.path}: {skipped.reason}")
         for dup in report.duplicates:
@@ -45,6 +48,15 @@ def _print_build_report(report, as_json: bool) -> None:
     echo_json(payload)
 
 
+def _empty_library_line(report, roots) -> str:
+    """What a build over roots without a skill did, in one line: an empty index is a state, not an error."""
+    searched = ", ".join(str(root.path) for root in roots) or "no skills folder"
+    emptied = (f"emptied the index in {report.index_dir} (removed {len(report.removed)} skills)" if report.removed
+               else f"the index in {report.index_dir} holds none")
+    return (f"No skill under {searched}: {emptied}; routing injects nothing until SKILL.md files are added there "
+            f"and `{command('build')}` runs again")
+
+
 @main.command()
 @click.option("--skills-dir", "skills_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Index the SKILL.md files under DIR instead of the Hermes skills folders. "
@@ -63,13 +75,9 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
 
     roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else defaults.skills_roots()
     progress = TerminalBar if (sys.stderr.isatty() and not as_json) else None
-    try:
-        report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
-                             full=full, progress=progress)
-    except NoSkillsFound as exc:
-        raise NoSkillsFound(f"{exc}; pass --skills-dir DIR or add folders to skills.external_dirs in "
-                            "$HERMES_HOME/config.yaml") from None
-    _print_build_report(report, as_json)
+    report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
+                         full=full, progress=progress)
+    _print_build_report(report, roots, as_json)
 
 
 @main.command()
@@ -110,6 +118,9 @@ def status(index_dir, as_json):
     echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
     if info["up_to_date"]:
         echo("up to date with the skills on disk")
+    if not manifest.skills:
+        echo(f"the index holds no skills: routing injects nothing until SKILL.md files are added under "
+             f"{', '.join(manifest.roots) or 'a skills folder'} and `{command('build')}` runs")
     for label, names in (("changed", changed), ("new", new), ("deleted", deleted),
                          ("left out for their names", left_out)):
         if names:

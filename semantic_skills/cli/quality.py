@@ -67,14 +67,14 @@ def evaluate(queries_file, index_dir, backend, model, leave_out, as_json):
         return
     overall = report["overall"]
     echo(f"{overall['messages']} messages ({overall['positives']} with a skill, {overall['negatives']} without) "
-               f"against {len(router.manifest.skills)} skills in {router.index_dir}")
+         f"against {len(router.manifest.skills)} skills in {router.index_dir}")
     echo(f"{_gate_words(gate)}\n")
     _echo_metrics_table(report)
     latency = report["latency_ms"]
     echo(f"\nroute latency: median {latency['route_median']:.1f} ms, p95 {latency['route_p95']:.1f} ms; "
-               f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): "
-               f"median {latency['embed_median']:.1f} ms "
-               f"(route / embedding = {latency['route_over_embed']:.2f}x)")
+         f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): "
+         f"median {latency['embed_median']:.1f} ms "
+         f"(route / embedding = {latency['route_over_embed']:.2f}x)")
 
 
 def _gate_words(gate) -> str:
@@ -93,7 +93,7 @@ def _echo_metrics_table(report: dict) -> None:
     left_out = report.get("leave_out")
     extra = f"{'lo full':>10}{'lo any':>10}" if left_out else ""
     echo(f"{'':24}" + "".join(f"{title:>11}" for _, title in METRIC_COLUMNS) + extra
-               + f"{'chars':>8}{'messages':>9}")
+         + f"{'chars':>8}{'messages':>9}")
     rows = [("all", report["overall"])]
     if len(report["by_source"]) > 1:
         rows += list(report["by_source"].items())
@@ -108,7 +108,7 @@ def _echo_metrics_table(report: dict) -> None:
     if left_out:
         overall = left_out["overall"]
         echo(f"\nleave-out: {overall['messages']} messages routed without their right skills, "
-                   f"{overall['full_injections']} got a skill whole anyway and {overall['injections']} anything")
+             f"{overall['full_injections']} got a skill whole anyway and {overall['injections']} anything")
 
 
 @main.command()
@@ -153,11 +153,11 @@ def calibrate(queries_file, index_dir, backend, model, min_precision, min_full_p
                else f" (no setting reaches precision {min_precision:.2f} and full precision "
                     f"{min_full_precision:.2f}; the most precise one is shown)")
     echo(f"chosen: {_gate_words(chosen.gate)}: full precision {_fmt(chosen.full_precision, 0)}, "
-               f"full {_fmt(chosen.full_correct, 0)}, named {_fmt(chosen.named_correct, 0)}, objective precision "
-               f"{_fmt(chosen.objective_precision, 0)}, leave-out full {_fmt(chosen.leave_out_full, 0)} "
-               f"and any {_fmt(chosen.leave_out_any, 0)}{verdict}")
+         f"full {_fmt(chosen.full_correct, 0)}, named {_fmt(chosen.named_correct, 0)}, objective precision "
+         f"{_fmt(chosen.objective_precision, 0)}, leave-out full {_fmt(chosen.leave_out_full, 0)} "
+         f"and any {_fmt(chosen.leave_out_any, 0)}{verdict}")
     echo(f"saved to {router.index_dir / 'manifest.json'}" if saved is not None
-               else "not saved (use --write to save it)")
+         else "not saved (use --write to save it)")
 
 
 def _point_dict(point) -> dict:
@@ -177,11 +177,11 @@ def _echo_trade_off(fitted) -> None:
     """The fitted gate's neighbourhood: the full gate by relative gap, then the hint gate by gap and by floor."""
     chosen = fitted.chosen
     echo(f"Full injections alone (floor 0.30, relative margin >= {chosen.gate.full_relative_margin:.2f}), "
-               "by relative gap:")
+         "by relative gap:")
     echo(f"{'gap >=':>8}{'full prec':>10}{'full':>9}{'false full':>11}{'lo full':>9}")
     for p in fitted.full_table()[::10]:
         echo(f"{p.gate.full_relative_gap:>8.2f}{_fmt(p.full_precision, 10)}{_fmt(p.full_correct)}"
-                   f"{_fmt(p.false_full, 11)}{_fmt(p.leave_out_full)}")
+             f"{_fmt(p.false_full, 11)}{_fmt(p.leave_out_full)}")
     header = (f"{'full prec':>10}{'full':>9}{'named':>9}{'false any':>10}{'lo full':>9}{'lo any':>9}"
               f"{'objective':>10}")
 
@@ -199,5 +199,5 @@ def _echo_trade_off(fitted) -> None:
     for p in fitted.gap_table()[::2]:
         echo(row(p.gate.floor, p))
     echo("\n'full': right skill injected whole; 'named': whole or in a hint; 'lo': leave-out copies (each "
-               "message without its right skills); 'objective': precision of any injection counting those, which "
-               "--min-precision applies to\n")
+         "message without its right skills); 'objective': precision of any injection counting those, which "
+         "--min-precision applies to\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import SemanticSkillsError
+from ..errors import SemanticSkillsError, command
 from ..gates import FULL
 from . import defaults
 from .app import echo, echo_json, index_options, json_option, main
@@ -35,6 +35,8 @@ def search(query, k, platform, index_dir, backend, model, as_json):
     if as_json:
         echo_json([c.as_dict() for c in results])
         return
+    if not router.manifest.skills:
+        echo(f"the index in {router.index_dir} holds no skills: add SKILL.md files and run `{command('build')}`")
     for rank, c in enumerate(results, 1):
         echo(f"{rank:>2}. {c.score:.3f}  {c.name}  {c.description[:100]}")
 
@@ -84,7 +86,7 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
                 raise ValueError('no string "query" field')
         except (ValueError, KeyError) as exc:
             echo_json({"query": None, "skill": None, "score": 0.0, "reason": f"line {number}: invalid input ({exc})",
-                       "candidates": []})
+                      "candidates": []})
             continue
         echo_json(_decision(query, router.route(query, exclude=exclude)))
 
@@ -110,7 +112,7 @@ def demo(show_chars):
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
         report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder)
         echo(f"Built an index of {report.skills} example skills with {report.embedder} "
-                   f"in {report.seconds:.1f} s\n")
+             f"in {report.seconds:.1f} s\n")
         router = SkillRouter.open(tmp, embedder=embedder)
         for message in messages:
             decision = router.route(message)
