@@ -372,6 +372,25 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
 # --------------------------------------------------------------------------- whole commands as subprocesses
 
 
+@pytest.mark.parametrize("reader", ["closes at once", "reads one line"])
+def test_a_reader_that_closes_the_pipe_early_ends_every_command_quietly(tmp_path, reader):
+    """``semantic-skills history | head -12``: the closed pipe ends the command with status 1 and nothing on stderr
+    (no error line, no traceback), whichever write meets it."""
+    for n in range(300):  # a build with a long report: 300 lines of skipped files
+        write_skill(tmp_path / "skills", f"broken-{n:03d}", b"")
+    commands = [["build", "--skills-dir", tmp_path / "skills", "--index-dir", tmp_path / "index"], ["history"],
+                ["status", "--index-dir", tmp_path / "index"], ["--version"]]
+    for command in commands:
+        child = subprocess.Popen([sys.executable, "-m", "semantic_skills", *map(str, command)], cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if reader == "reads one line":
+            child.stdout.readline()
+        child.stdout.close()
+        stderr = child.stderr.read().decode()
+        assert stderr == "" and child.wait(timeout=120) in (0, 1), command  # 0: it had written all before
+        assert command[0] != "build" or child.returncode == 1  # its report goes on after the line read
+
+
 def test_build_embeddings_script_builds_an_index(tmp_path, default_model):
     result = subprocess.run(
         [sys.executable, "build_embeddings.py", "--skills-dir", EXAMPLES / "skills", "--index-dir", tmp_path / "index",

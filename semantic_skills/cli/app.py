@@ -27,6 +27,8 @@ class _Command(click.Command):
             _fail(str(exc))
         except ModuleNotFoundError as exc:  # a dependency missing from this Python
             _fail(dependency_fix(exc.name or str(exc), _configured_backend()))
+        except BrokenPipeError:
+            raise  # the reader closed stdout: not an error to report (see _Group.main)
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             hint = ""
@@ -45,6 +47,18 @@ class _Command(click.Command):
 
 class _Group(click.Group):
     command_class = _Command
+
+    def main(self, *args, **kwargs):
+        """Run the command line; when the reader of stdout goes away (``history | head``) it ends quietly, with
+        exit status 1 as Python's documentation advises for EPIPE, instead of an error and a traceback."""
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # what is still buffered goes now, where a closed pipe can be caught
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush then succeeds
+            sys.exit(1)
 
 
 def _configured_backend() -> str:
