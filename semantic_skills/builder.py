@@ -2,7 +2,9 @@
 
 Only skills whose file hash changed are re-embedded; when nothing changed no
 model is loaded and nothing is written. A change of embedder or of the
-recipe rebuilds in full. One build at a time per index folder.
+recipe rebuilds in full. Roots without a single skill give an empty index (no
+skill to route, nothing embedded), not an error. One build at a time per index
+folder.
 """
 
 from __future__ import annotations
@@ -10,20 +12,21 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from . import recipe
 from .embedders.base import Embedder, EmbedderIdentity
 from .embedders.factory import configured_identity, create_embedder
-from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, NoSkillsFound
+from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from .index.diff import IndexDiff, parsed_records
 from .index.manifest import Manifest, SkillRecord
 from .index.store import build_lock, load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings
-from .skills.discovery import Duplicate, SkillsRoot, SkippedFile, discover_skills
-from .skills.parsing import Skill
+from .skills.discovery import SkillsRoot, SkippedFile, discover_skills
+from .skills.names import Duplicate, NameConflict
+from .skills.parsing import NAMING, Skill
 
 ProgressFactory = Callable[[int], "ProgressBar"]
 
@@ -50,6 +53,7 @@ class BuildReport:
     unchanged: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
     duplicates: list[Duplicate] = field(default_factory=list)
+    conflicts: list[NameConflict] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     full: bool = False
     wrote: bool = False
@@ -107,7 +111,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     root_kinds = {str(r.path): r.kind for r in roots if r.kind}
     same_roots = old is not None and old.roots == root_paths and old.root_kinds == root_kinds
     # Parsed skills are reused only under the same roots: a skill's category depends on its root.
-    found = _discover(roots, old.skills if reusable and same_roots else (), report)
+    found = _discover(roots, old if reusable and same_roots else None, report)
     diff = IndexDiff.of(found, old.skills if old is not None else ())
     kept = {s.path: (r.row_start, r.row_count) for r, s in diff.unchanged()} if reusable else {}
     to_embed = [s for s in found if s.path not in kept]
@@ -117,7 +121,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.unchanged = len(kept)
 
     same_order = list(diff.records) == [s.path for s in found]
-    if reusable and not to_embed and not report.removed and same_order and same_roots:
+    if reusable and not to_embed and not report.removed and same_order and same_roots and old.naming == NAMING:
         remove_stale_files(index_dir, keep={old.vectors_file})  # what a crashed build left
         return
 
@@ -160,14 +164,12 @@ def _previous_index(index_dir: Path, report: BuildReport) -> tuple[Manifest | No
         return None, None
 
 
-def _discover(roots: list[SkillsRoot], reusable: Iterable[SkillRecord], report: BuildReport) -> list[Skill]:
-    """The skills under ``roots`` (reusing the parsed ``reusable`` records); what was left out goes to ``report``."""
+def _discover(roots: list[SkillsRoot], reusable: Manifest | None, report: BuildReport) -> list[Skill]:
+    """The skills under ``roots`` (reusing the parsed records of ``reusable``); what was left out goes to
+    ``report``."""
     found = discover_skills(roots, parsed_records(reusable))
-    report.skipped, report.duplicates = found.skipped, found.duplicates
+    report.skipped, report.duplicates, report.conflicts = found.skipped, found.duplicates, found.conflicts
     report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
-    if not found.skills:
-        searched = ", ".join(str(r.path) for r in roots) or "(no folders)"
-        raise NoSkillsFound(f"no SKILL.md files found under {searched}")
     return found.skills
 
 
@@ -193,7 +195,10 @@ def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_
         roots=root_paths,
         router=router,
         root_kinds=root_kinds,
+        naming=NAMING,
     )
+    if not skills:
+        return manifest, np.zeros((0, identity.dimension), dtype=np.float32)
     return manifest, np.vstack([vectors_by_path[s.path] for s in skills])
 
 

@@ -20,13 +20,13 @@ import logging
 import math
 import os
 import re
-import stat
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from .files import open_regular_file, refuse_unless_regular
 from .logs import OnceLogger
 
 INJECTED = "injected"          # the skill was put in front of the model
@@ -231,8 +231,7 @@ class DecisionLog:
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
         try:
             info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(f"{self.path} is not a regular file")
+            refuse_unless_regular(info.st_mode)
             if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
                 os.write(fd, b"\n")  # a line torn by a crash stays one damaged line, not two
         except BaseException:
@@ -296,18 +295,15 @@ def read_record(path: Path, max_bytes: int, since: float | None = None) -> Recor
 
 
 def _read_file(file: Path, max_bytes: int, since: float | None, found: RecordContents) -> None:
-    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{file} is not a regular file")
+    with open_regular_file(file) as fh:
+        size = os.fstat(fh.fileno()).st_size
         found.files.append(file)
-        start = max(0, info.st_size - max_bytes)
+        start = max(0, size - max_bytes)
         if start:
             found.cut_files.append(file)
             fh.seek(start - 1)
             _skip_line(fh)  # the partial line the bound cuts into (or the newline before a whole one)
-        remaining = info.st_size - fh.tell()
+        remaining = size - fh.tell()
         while remaining > 0:
             line = fh.readline(min(remaining, MAX_LINE_BYTES + 1))
             if not line:

@@ -12,10 +12,6 @@ class SemanticSkillsError(Exception):
     """Base error: ``str(err)`` is a complete sentence a user can act on."""
 
 
-class NoSkillsFound(SemanticSkillsError):
-    """No SKILL.md file was found under any skills root."""
-
-
 class IndexMissing(SemanticSkillsError):
     """No index exists where one was expected."""
 

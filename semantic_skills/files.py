@@ -1,11 +1,46 @@
-"""File helpers shared by the index, the worker and its host: a change stamp and an atomic write."""
+"""File helpers shared by the index, the worker and its host: a change stamp, an atomic write, and the one
+bounded reader of regular files."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 Stamp = tuple[int, int, int, int]
+
+_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # non-blocking: a FIFO that slipped past the check cannot hang
+_FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder to open in
+_KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+          (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISLNK, "symbolic link"))
+
+
+class NotRegularFile(OSError):
+    """A path that is a folder, FIFO, socket, device or (for an exact read) a symbolic link: never read."""
+
+    def __init__(self, kind: str):
+        super().__init__(f"a {kind}, not a regular file")
+        self.kind = kind
+
+
+class FileTooLarge(OSError):
+    """A regular file larger than its reader accepts: refused without reading it."""
+
+    def __init__(self, size: int, max_bytes: int):
+        size_text, limit_text = _amount(size), _amount(max_bytes)
+        if size_text == limit_text:  # just over: the bytes show the difference
+            size_text, limit_text = f"{size} bytes", f"{max_bytes} bytes"
+        super().__init__(f"the file is {size_text}, over the limit of {limit_text}")
+        self.size, self.max_bytes = size, max_bytes
+
+
+class PathChanged(OSError):
+    """An exact read found a link, or no folder, where the resolved path it was given had a folder."""
+
+    def __init__(self, folder: str, now: str):
+        super().__init__(f"the path changed while it was read: its folder {folder!r} is now {now}")
 
 
 def file_stamp(path: str | Path) -> Stamp | None:
@@ -51,3 +86,81 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_regular_file(path: str | Path, max_bytes: int, *, exact: bool = False) -> bytes:
+    """The bytes of the regular file at ``path``, refused (:class:`FileTooLarge`) over ``max_bytes`` before any is
+    read; never more than one byte past ``max_bytes`` is read, should the file grow meanwhile.
+
+    See :func:`open_regular_file` for what else is refused and for ``exact``.
+    """
+    with open_regular_file(path, exact=exact) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise FileTooLarge(size, max_bytes)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLarge(len(data), max_bytes)
+    return data
+
+
+def open_regular_file(path: str | Path, *, exact: bool = False) -> BinaryIO:
+    """``path`` open for reading in binary, if it is a regular file; else :class:`NotRegularFile`, saying what it is.
+
+    The kind is checked before opening (so no device or FIFO is opened) and
+    again on the open file, which is opened without blocking: one swapped in
+    between cannot hang the caller. With ``exact``, ``path`` must be absolute
+    and free of links (resolved), and no link is followed: each folder is
+    opened inside the one before, so the file read is the one at ``path`` even
+    if a folder or the file is replaced by a link meanwhile (:class:`PathChanged`,
+    or :class:`NotRegularFile` for the file).
+    """
+    if not exact:
+        return os.fdopen(_open_checked(path, None, follow=True), "rb")
+    path = Path(path)
+    if not path.is_absolute():
+        raise ValueError(f"an exact read needs an absolute, resolved path, not {str(path)!r}")
+    folder_fd = os.open(path.anchor, _FOLDER)
+    try:
+        for part in path.parts[1:-1]:
+            inner = _open_folder(part, folder_fd)
+            os.close(folder_fd)
+            folder_fd = inner
+        return os.fdopen(_open_checked(path.name, folder_fd, follow=False), "rb")
+    finally:
+        os.close(folder_fd)
+
+
+def _open_folder(name: str, parent_fd: int) -> int:
+    try:
+        return os.open(name, _FOLDER, dir_fd=parent_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+        raise PathChanged(name, "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder") from None
+
+
+def _open_checked(path: str | Path, dir_fd: int | None, follow: bool) -> int:
+    refuse_unless_regular(os.stat(path, dir_fd=dir_fd, follow_symlinks=follow).st_mode)
+    fd = os.open(path, _READ | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
+    try:
+        refuse_unless_regular(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def refuse_unless_regular(mode: int) -> None:
+    """Raise :class:`NotRegularFile`, naming the kind, unless ``mode`` (``st_mode``) is a regular file's."""
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(next((kind for test, kind in _KINDS if test(mode)), "special file"))
+
+
+def _amount(size: int) -> str:
+    """``size`` bytes in the unit a reader takes in at once: bytes, KB or MB."""
+    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size} bytes"

@@ -1,8 +1,10 @@
 """How a reader sees text: characters that show nothing, and characters that look like others.
 
-Two uses: :func:`one_line` keeps a name or description on one visible line,
-and :func:`tag_starts` finds every place a reader would see a tag begin,
-however it is disguised (see ``injection.neutralise``).
+Three uses: :func:`misreading` says why a name would not read as written and
+:func:`one_line` keeps a description on one visible line; :func:`visible`
+writes out what a terminal must not act on; and :func:`tag_starts` finds every
+place a reader would see a tag begin, however it is disguised (see
+``injection.neutralise``).
 
 A reader is not fooled by code points: ``<\\u200b/skill-context>`` (a zero-width
 space inside), ``＜/skill‐context＞`` (full-width brackets and U+2010) or
@@ -32,43 +34,104 @@ _MAYBE_IGNORABLE = frozenset({"Mn", "Lo", "Cn"})  # the categories of the other 
 
 ANGLE = "<"
 SLASH = "/"
+
+
+def _named(*names: str) -> str:
+    """The characters of these Unicode names, in order (the tables below name them: their glyphs look alike)."""
+    return "".join(unicodedata.lookup(name) for name in names)
+
+
 # Characters that read as the Latin letter, digit or bracket they are listed under (besides those NFKD
-# already maps to it, such as full-width and mathematical letters). Written as escapes: they look alike.
+# already maps to it, such as full-width and mathematical letters).
 _LOOKALIKES = {
-    "a": "\u0430\u0410\u0251\u03b1\u0391\u237a\u1d00\u13aa\ua4ee",
-    "b": "\u0432\u0412\u042c\u044c\u0392\u03b2\u0299\u13f4\ua4d0",
-    "c": "\u0441\u0421\u03f2\u03f9\u03c2\u1d04\u13df\ua4da\u2ca5\u2ca4",
-    "d": "\u0501\u0500\u13a0\u13e7\u1d05\ua4d2",
-    "e": "\u0435\u0415\u0395\u03b5\u025b\u04bd\u04bc\u212e\u1d07\u13ac\ua4f0",
-    "f": "\u03dd\u03dc\ua4dd",
-    "g": "\u0261\u0581\u050d\u050c\u13c0\ua4d6",
-    "h": "\u04bb\u04ba\u041d\u043d\u0397\u029c\u13bb\ua4e7",
-    "j": "\u0458\u0408\u03f3\u037f\u13ab\ua4d9",
-    "k": "\u043a\u041a\u03ba\u039a\u0138\u1d0b\u13e6\ua4d7\u049b\u049a\u049f\u049e\u049d\u049c\u04c4\u04c3",
+    "a": _named("CYRILLIC SMALL LETTER A", "CYRILLIC CAPITAL LETTER A", "LATIN SMALL LETTER ALPHA",
+        "GREEK SMALL LETTER ALPHA", "GREEK CAPITAL LETTER ALPHA", "APL FUNCTIONAL SYMBOL ALPHA",
+        "LATIN LETTER SMALL CAPITAL A", "CHEROKEE LETTER GO", "LISU LETTER A"),
+    "b": _named("CYRILLIC SMALL LETTER VE", "CYRILLIC CAPITAL LETTER VE", "CYRILLIC CAPITAL LETTER SOFT SIGN",
+        "CYRILLIC SMALL LETTER SOFT SIGN", "GREEK CAPITAL LETTER BETA", "GREEK SMALL LETTER BETA",
+        "LATIN LETTER SMALL CAPITAL B", "CHEROKEE LETTER YV", "LISU LETTER BA"),
+    "c": _named("CYRILLIC SMALL LETTER ES", "CYRILLIC CAPITAL LETTER ES", "GREEK LUNATE SIGMA SYMBOL",
+        "GREEK CAPITAL LUNATE SIGMA SYMBOL", "GREEK SMALL LETTER FINAL SIGMA", "LATIN LETTER SMALL CAPITAL C",
+        "CHEROKEE LETTER TLI", "LISU LETTER CA", "COPTIC SMALL LETTER SIMA", "COPTIC CAPITAL LETTER SIMA"),
+    "d": _named("CYRILLIC SMALL LETTER KOMI DE", "CYRILLIC CAPITAL LETTER KOMI DE", "CHEROKEE LETTER A",
+        "CHEROKEE LETTER TSU", "LATIN LETTER SMALL CAPITAL D", "LISU LETTER PHA"),
+    "e": _named("CYRILLIC SMALL LETTER IE", "CYRILLIC CAPITAL LETTER IE", "GREEK CAPITAL LETTER EPSILON",
+        "GREEK SMALL LETTER EPSILON", "LATIN SMALL LETTER OPEN E", "CYRILLIC SMALL LETTER ABKHASIAN CHE",
+        "CYRILLIC CAPITAL LETTER ABKHASIAN CHE", "ESTIMATED SYMBOL", "LATIN LETTER SMALL CAPITAL E",
+        "CHEROKEE LETTER GV", "LISU LETTER E"),
+    "f": _named("GREEK SMALL LETTER DIGAMMA", "GREEK LETTER DIGAMMA", "LISU LETTER TSA"),
+    "g": _named("LATIN SMALL LETTER SCRIPT G", "ARMENIAN SMALL LETTER CO", "CYRILLIC SMALL LETTER KOMI SJE",
+        "CYRILLIC CAPITAL LETTER KOMI SJE", "CHEROKEE LETTER NAH", "LISU LETTER GA"),
+    "h": _named("CYRILLIC SMALL LETTER SHHA", "CYRILLIC CAPITAL LETTER SHHA", "CYRILLIC CAPITAL LETTER EN",
+        "CYRILLIC SMALL LETTER EN", "GREEK CAPITAL LETTER ETA", "LATIN LETTER SMALL CAPITAL H", "CHEROKEE LETTER MI",
+        "LISU LETTER XA"),
+    "j": _named("CYRILLIC SMALL LETTER JE", "CYRILLIC CAPITAL LETTER JE", "GREEK LETTER YOT",
+        "GREEK CAPITAL LETTER YOT", "CHEROKEE LETTER GU", "LISU LETTER JA"),
+    "k": _named("CYRILLIC SMALL LETTER KA", "CYRILLIC CAPITAL LETTER KA", "GREEK SMALL LETTER KAPPA",
+        "GREEK CAPITAL LETTER KAPPA", "LATIN SMALL LETTER KRA", "LATIN LETTER SMALL CAPITAL K", "CHEROKEE LETTER TSO",
+        "LISU LETTER KA", "CYRILLIC SMALL LETTER KA WITH DESCENDER", "CYRILLIC CAPITAL LETTER KA WITH DESCENDER",
+        "CYRILLIC SMALL LETTER KA WITH STROKE", "CYRILLIC CAPITAL LETTER KA WITH STROKE",
+        "CYRILLIC SMALL LETTER KA WITH VERTICAL STROKE", "CYRILLIC CAPITAL LETTER KA WITH VERTICAL STROKE",
+        "CYRILLIC SMALL LETTER KA WITH HOOK", "CYRILLIC CAPITAL LETTER KA WITH HOOK"),
     # i, l, 1 and | are one letter here: each stands for the others in a disguised word.
-    "l": "iIl1|\u0456\u0406\u03b9\u0399\u0131\u0269\u04cf\u04c0\u01c0\u0142\u0141\u0196\u026a\u029f\u13a5\u13de"
-         "\ua4f2\ua4e1\ua647\u05c0\u2223",
-    "m": "\u043c\u041c\u039c\u1d0d\u13b7\ua4df",
-    "n": "\u0578\u043f\u03b7\u039d\u0274\ua4e0",
-    "o": "0\u043e\u041e\u03bf\u039f\u03c3\u0585\u0555\u1d0f\u1040\u09e6\u0966\u0e50\u0ed0\u2c9f\u2c9e\ua4f3",
-    "p": "\u0440\u0420\u03c1\u03a1\u2374\u1d18\u13e2\ua4d1",
-    "q": "\u051b\u051a\u0566",
-    "r": "\u0433\u0280\u13a1\ua4e3",
-    "s": "\u0455\u0405\ua731\u13da\ua4e2",
-    "t": "\u0442\u0422\u03c4\u03a4\u1d1b\u13a2\ua4d4\u0167\u0166",
-    "u": "\u03c5\u057d\u1d1c\u03bc\ua4f4",
-    "v": "\u03bd\u0475\u0474\u1d20\u13d9\ua4e6",
-    "w": "\u051d\u051c\u0461\u1d21\u13b3\ua4ea\u03c9",
-    "x": "\u0445\u0425\u03c7\u03a7\u00d7\u2a2f\ua4eb",
-    "y": "\u0443\u0423\u03b3\u03a5\u04af\u04ae\u028f\u13a9\ua4ec",
-    "z": "\u0396\u1d22\u13c3\ua4dc",
-    ANGLE: "\uff1c\ufe64\u226e\u2039\u3008\u2329\ufe3f\u27e8\u02c2\u02f1\u1438\u16b2\u29fc\u276e\u276c\u2770"
-           "\u2991\u2993\u00ab\u227a\u22b2",
-    SLASH: "\u2215\u2044\u29f8\u2571\u27cb\u3033\u4e3f\u2f03\u1735\u2cc6",
+    "l": "iIl1|" + _named("CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I",
+        "CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I", "GREEK SMALL LETTER IOTA", "GREEK CAPITAL LETTER IOTA",
+        "LATIN SMALL LETTER DOTLESS I", "LATIN SMALL LETTER IOTA", "CYRILLIC SMALL LETTER PALOCHKA",
+        "CYRILLIC LETTER PALOCHKA", "LATIN LETTER DENTAL CLICK", "LATIN SMALL LETTER L WITH STROKE",
+        "LATIN CAPITAL LETTER L WITH STROKE", "LATIN CAPITAL LETTER IOTA", "LATIN LETTER SMALL CAPITAL I",
+        "LATIN LETTER SMALL CAPITAL L", "CHEROKEE LETTER V", "CHEROKEE LETTER TLE", "LISU LETTER I", "LISU LETTER LA",
+        "CYRILLIC SMALL LETTER IOTA", "HEBREW PUNCTUATION PASEQ", "DIVIDES"),
+    "m": _named("CYRILLIC SMALL LETTER EM", "CYRILLIC CAPITAL LETTER EM", "GREEK CAPITAL LETTER MU",
+        "LATIN LETTER SMALL CAPITAL M", "CHEROKEE LETTER LU", "LISU LETTER MA"),
+    "n": _named("ARMENIAN SMALL LETTER VO", "CYRILLIC SMALL LETTER PE", "GREEK SMALL LETTER ETA",
+        "GREEK CAPITAL LETTER NU", "LATIN LETTER SMALL CAPITAL N", "LISU LETTER NA"),
+    "o": "0" + _named("CYRILLIC SMALL LETTER O", "CYRILLIC CAPITAL LETTER O", "GREEK SMALL LETTER OMICRON",
+        "GREEK CAPITAL LETTER OMICRON", "GREEK SMALL LETTER SIGMA", "ARMENIAN SMALL LETTER OH",
+        "ARMENIAN CAPITAL LETTER OH", "LATIN LETTER SMALL CAPITAL O", "MYANMAR DIGIT ZERO", "BENGALI DIGIT ZERO",
+        "DEVANAGARI DIGIT ZERO", "THAI DIGIT ZERO", "LAO DIGIT ZERO", "COPTIC SMALL LETTER O",
+        "COPTIC CAPITAL LETTER O", "LISU LETTER O"),
+    "p": _named("CYRILLIC SMALL LETTER ER", "CYRILLIC CAPITAL LETTER ER", "GREEK SMALL LETTER RHO",
+        "GREEK CAPITAL LETTER RHO", "APL FUNCTIONAL SYMBOL RHO", "LATIN LETTER SMALL CAPITAL P", "CHEROKEE LETTER TLV",
+        "LISU LETTER PA"),
+    "q": _named("CYRILLIC SMALL LETTER QA", "CYRILLIC CAPITAL LETTER QA", "ARMENIAN SMALL LETTER ZA"),
+    "r": _named("CYRILLIC SMALL LETTER GHE", "LATIN LETTER SMALL CAPITAL R", "CHEROKEE LETTER E", "LISU LETTER ZHA"),
+    "s": _named("CYRILLIC SMALL LETTER DZE", "CYRILLIC CAPITAL LETTER DZE", "LATIN LETTER SMALL CAPITAL S",
+        "CHEROKEE LETTER DU", "LISU LETTER SA"),
+    "t": _named("CYRILLIC SMALL LETTER TE", "CYRILLIC CAPITAL LETTER TE", "GREEK SMALL LETTER TAU",
+        "GREEK CAPITAL LETTER TAU", "LATIN LETTER SMALL CAPITAL T", "CHEROKEE LETTER I", "LISU LETTER TA",
+        "LATIN SMALL LETTER T WITH STROKE", "LATIN CAPITAL LETTER T WITH STROKE"),
+    "u": _named("GREEK SMALL LETTER UPSILON", "ARMENIAN SMALL LETTER SEH", "LATIN LETTER SMALL CAPITAL U",
+        "GREEK SMALL LETTER MU", "LISU LETTER U"),
+    "v": _named("GREEK SMALL LETTER NU", "CYRILLIC SMALL LETTER IZHITSA", "CYRILLIC CAPITAL LETTER IZHITSA",
+        "LATIN LETTER SMALL CAPITAL V", "CHEROKEE LETTER DO", "LISU LETTER HA"),
+    "w": _named("CYRILLIC SMALL LETTER WE", "CYRILLIC CAPITAL LETTER WE", "CYRILLIC SMALL LETTER OMEGA",
+        "LATIN LETTER SMALL CAPITAL W", "CHEROKEE LETTER LA", "LISU LETTER WA", "GREEK SMALL LETTER OMEGA"),
+    "x": _named("CYRILLIC SMALL LETTER HA", "CYRILLIC CAPITAL LETTER HA", "GREEK SMALL LETTER CHI",
+        "GREEK CAPITAL LETTER CHI", "MULTIPLICATION SIGN", "VECTOR OR CROSS PRODUCT", "LISU LETTER SHA"),
+    "y": _named("CYRILLIC SMALL LETTER U", "CYRILLIC CAPITAL LETTER U", "GREEK SMALL LETTER GAMMA",
+        "GREEK CAPITAL LETTER UPSILON", "CYRILLIC SMALL LETTER STRAIGHT U", "CYRILLIC CAPITAL LETTER STRAIGHT U",
+        "LATIN LETTER SMALL CAPITAL Y", "CHEROKEE LETTER GI", "LISU LETTER YA"),
+    "z": _named("GREEK CAPITAL LETTER ZETA", "LATIN LETTER SMALL CAPITAL Z", "CHEROKEE LETTER NO", "LISU LETTER DZA"),
+    ANGLE: _named("FULLWIDTH LESS-THAN SIGN", "SMALL LESS-THAN SIGN", "NOT LESS-THAN",
+        "SINGLE LEFT-POINTING ANGLE QUOTATION MARK", "LEFT ANGLE BRACKET", "LEFT-POINTING ANGLE BRACKET",
+        "PRESENTATION FORM FOR VERTICAL LEFT ANGLE BRACKET", "MATHEMATICAL LEFT ANGLE BRACKET",
+        "MODIFIER LETTER LEFT ARROWHEAD", "MODIFIER LETTER LOW LEFT ARROWHEAD", "CANADIAN SYLLABICS PA",
+        "RUNIC LETTER KAUNA", "LEFT-POINTING CURVED ANGLE BRACKET", "HEAVY LEFT-POINTING ANGLE QUOTATION MARK ORNAMENT",
+        "MEDIUM LEFT-POINTING ANGLE BRACKET ORNAMENT", "HEAVY LEFT-POINTING ANGLE BRACKET ORNAMENT",
+        "LEFT ANGLE BRACKET WITH DOT", "LEFT ARC LESS-THAN BRACKET", "LEFT-POINTING DOUBLE ANGLE QUOTATION MARK",
+        "PRECEDES", "NORMAL SUBGROUP OF"),
+    SLASH: _named("DIVISION SLASH", "FRACTION SLASH", "BIG SOLIDUS",
+        "BOX DRAWINGS LIGHT DIAGONAL UPPER RIGHT TO LOWER LEFT", "MATHEMATICAL RISING DIAGONAL",
+        "VERTICAL KANA REPEAT MARK UPPER HALF", "CJK UNIFIED IDEOGRAPH-4E3F", "KANGXI RADICAL SLASH",
+        "PHILIPPINE SINGLE PUNCTUATION", "COPTIC CAPITAL LETTER OLD COPTIC ESH"),
 }
 # Characters that read as a space, a dash or an underscore besides those of categories Zs, Zl, Zp, Pd and Pc.
-_SEPARATORS = "\u2212\u2043\u02d7\u2796\u23af\u2500\u2501\u2574\u2576\u2578\u257a\u30fc\uff70\u4e00\u2f00" \
-              "\u3161\u1173\uffda\u2800"
+_SEPARATORS = _named("MINUS SIGN", "HYPHEN BULLET", "MODIFIER LETTER MINUS SIGN", "HEAVY MINUS SIGN",
+    "HORIZONTAL LINE EXTENSION", "BOX DRAWINGS LIGHT HORIZONTAL", "BOX DRAWINGS HEAVY HORIZONTAL",
+    "BOX DRAWINGS LIGHT LEFT", "BOX DRAWINGS LIGHT RIGHT", "BOX DRAWINGS HEAVY LEFT", "BOX DRAWINGS HEAVY RIGHT",
+    "KATAKANA-HIRAGANA PROLONGED SOUND MARK", "HALFWIDTH KATAKANA-HIRAGANA PROLONGED SOUND MARK",
+    "CJK UNIFIED IDEOGRAPH-4E00", "KANGXI RADICAL ONE", "HANGUL LETTER EU", "HANGUL JUNGSEONG EU",
+    "HALFWIDTH HANGUL LETTER EU", "BRAILLE PATTERN BLANK")
 _READ_AS_NOTHING = frozenset({"Zs", "Zl", "Zp", "Pd", "Pc", "Mn", "Me", "Cn"})  # separators, marks, unassigned
 
 _FOLD = {lookalike: latin for latin, lookalikes in _LOOKALIKES.items() for lookalike in lookalikes}
@@ -93,6 +156,50 @@ def is_invisible(char: str) -> bool:
 def one_line(text: str) -> str:
     """``text`` as one line: invisible characters removed, every run of spaces and line breaks one space."""
     return " ".join("".join(c for c in text if not is_invisible(c)).split())
+
+
+def misreading(name: str) -> str:
+    """Why a reader would not read ``name`` as it is written, or ``""`` when they would: it is empty, holds a
+    character they do not see (:func:`is_invisible`), or holds whitespace other than single spaces between
+    visible characters (a line break, a tab, another space, a space at either end or two in a row)."""
+    if not name:
+        return "is empty"
+    for char in name:
+        if is_invisible(char):
+            return f"holds {char_label(char)}, which a reader does not see"
+        if char.isspace() and char != " ":
+            return f"holds {char_label(char)} where only a single space may stand"
+    if name.startswith(" ") or name.endswith(" "):
+        return f"{'starts' if name.startswith(' ') else 'ends'} with a space, which a reader does not see"
+    return "holds two spaces in a row, which a reader takes for one" if "  " in name else ""
+
+
+_UNNAMED = {"Cc": "<control>", "Cs": "<surrogate>", "Co": "<private use>", "Cn": "<unassigned>"}
+
+
+def char_label(char: str) -> str:
+    """``char`` as a message names it: ``U+200B ZERO WIDTH SPACE`` (``U+0009 <control>`` where it has no name)."""
+    name = unicodedata.name(char, "") or _UNNAMED.get(unicodedata.category(char), "<unnamed>")
+    return f"U+{ord(char):04X} {name}"
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL_OR_BREAK = frozenset({"Cc", "Zl", "Zp"})  # controls (ESC, CR, C1...), line and paragraph separators
+
+
+def visible(text: str) -> str:
+    """``text`` with each character a reader does not see or a terminal acts on (controls such as ESC and CR,
+    line breaks, bidi overrides, zero-width characters) written out as its escape (``\\x1b``, ``\\r``,
+    ``\\u202e``), so a terminal prints it as the one line it reads as and runs no sequence in it."""
+    return "".join(_escape(c) if is_invisible(c) or unicodedata.category(c) in _CONTROL_OR_BREAK else c
+                   for c in text)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 @functools.lru_cache(maxsize=4096)

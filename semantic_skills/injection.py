@@ -14,7 +14,10 @@ skill's name, description and body can neither close the block early nor open
 another one: every ``skill-context`` tag in them, as a reader sees it (in any
 case or spacing, with invisible characters inside, in look-alike letters or
 brackets; see glyphs.py), is neutralised (:func:`neutralise`), so a real
-block holds exactly one opening and one closing tag.
+block holds exactly one opening and one closing tag. A skill's name is written
+one way wherever it stands (:func:`name_for_model`), so it cannot close the
+quotes around it either. This module is the only code that escapes text for
+the model.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Sequence
 
 from .glyphs import one_line, tag_starts
 from .limits import DEFAULT_MAX_SKILL_CHARS, MAX_HINT_CHARS
-from .skills.parsing import skill_name, strip_front_matter
+from .skills.parsing import MAX_NAME_CHARS, strip_front_matter
 
 OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"
@@ -59,8 +62,16 @@ def neutralise(text: str) -> str:
     return "".join(pieces) + text[kept:] if pieces else text
 
 
+def name_for_model(name: str) -> str:
+    """A skill's ``name`` as the model reads it wherever a block or note names it (a tag's ``name="..."``, a
+    ``skill_view("...")`` call): on one line, cut to the agent's 64 characters, HTML-escaped with its quotes,
+    and with no tag inside, so it can never close the quotes it stands in nor the block."""
+    return neutralise(html.escape(one_line(name[:MAX_NAME_CHARS]), quote=True))
+
+
 def cap_body(name: str, body: str, max_chars: int, omitted: int = 0) -> str:
-    """``body`` in at most ``max_chars`` characters: cut at a clean boundary, ending with how to read the rest.
+    """``body`` in at most ``max_chars`` characters: cut at a clean boundary, ending with how to read the rest
+    (``skill_view`` with the skill's :func:`name_for_model`).
 
     ``omitted`` counts characters of the body already cut off after ``body``
     (a worker's answer clips very long bodies); the note counts them too.
@@ -68,9 +79,10 @@ def cap_body(name: str, body: str, max_chars: int, omitted: int = 0) -> str:
     total = len(body) + omitted
     if total <= max_chars:
         return body
+    quoted = name_for_model(name)
 
     def note(left: int) -> str:
-        return f"\n\n[Skill truncated: {left} more characters. Load the full skill with skill_view(\"{name}\").]"
+        return f"\n\n[Skill truncated: {left} more characters. Load the full skill with skill_view(\"{quoted}\").]"
 
     kept = body[:_clean_cut(body, max(0, max_chars - len(note(total))))].rstrip()
     return kept + note(total - len(kept))  # fewer characters left than ``total``: the note is no longer
@@ -100,13 +112,8 @@ class SkillBlock:
         return block_digest(self.text)
 
 
-def tag_name(name: str) -> str:
-    """``name`` as an opening tag's ``name="..."`` holds it: the skill's one-line name, escaped, no tag inside."""
-    return neutralise(html.escape(skill_name(name), quote=True))
-
-
 def opening_tag(name: str, mode: str) -> str:
-    return f'{OPEN_TAG} name="{tag_name(name)}" mode="{mode}">'
+    return f'{OPEN_TAG} name="{name_for_model(name)}" mode="{mode}">'
 
 
 def skill_block(name: str, body: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS, omitted: int = 0,
@@ -122,8 +129,7 @@ def skill_block(name: str, body: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS, 
     if max_block_chars is not None:
         max_chars = min(max_chars, max_block_chars - len(head) - len(tail))
     readable = body[:max_chars]  # only what can be kept is read for tags: the work is bounded by the cap
-    capped = cap_body(neutralise(skill_name(name)), neutralise(readable), max_chars,
-                      omitted + len(body) - len(readable))
+    capped = cap_body(name, neutralise(readable), max_chars, omitted + len(body) - len(readable))
     return SkillBlock(head + capped + tail, FULL, (name,))
 
 
@@ -157,7 +163,7 @@ _DESCRIBED = " - "  # between a skill_view call and its description
 
 def _hint_line(named: tuple[tuple[str, str], ...]) -> str:
     lead = "A skill that may fit; load it if it does" if len(named) == 1 else "Skills that may fit; load one if it does"
-    calls = [f'skill_view("{neutralise(skill_name(name))}")' + (_DESCRIBED + description if description else "")
+    calls = [f'skill_view("{name_for_model(name)}")' + (_DESCRIBED + description if description else "")
              for name, description in named]
     return f"{lead}: " + "; ".join(calls)
 

@@ -23,7 +23,7 @@ from .gates import COMPETITORS, MIN_SEPARATION, NEAR_DUPLICATE, NEIGHBOURS, rela
 from .index.manifest import Manifest
 from .lexical import LexicalIndex
 from .skills.eligibility import environments_allow, platforms_allow
-from .skills.parsing import skill_name
+from .skills.parsing import MAX_NAME_CHARS
 
 LEXICAL_WEIGHT = 0.05
 SHORTLIST = 64
@@ -79,14 +79,14 @@ class IndexState:
     def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:
         """Skills this machine may offer whose name and folder are not in ``exclude``.
 
-        A name is matched as given (the agent's, which may hold characters the
-        index's names leave out) and as the index names skills (:func:`skill_name`).
-        ``inactive_environments``, when given, replaces the ones the index was opened with.
+        A name is matched exactly, and cut to the agent's ``MAX_NAME_CHARS`` as
+        the index's names are. ``inactive_environments``, when given, replaces
+        the ones the index was opened with.
         """
         mask = (self.offered if inactive_environments is None else self._offered_with(inactive_environments)).copy()
         for name in exclude:
             mask[self.positions.get(name, [])] = False
-            mask[self.positions.get(skill_name(name), [])] = False
+            mask[self.positions.get(name[:MAX_NAME_CHARS], [])] = False
         return mask
 
     def _offered_with(self, inactive_environments: frozenset[str]) -> np.ndarray:

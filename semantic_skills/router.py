@@ -153,7 +153,7 @@ class SkillRouter:
 
     def _check_dimension(self, have: int | None, state: IndexState) -> None:
         want = state.main.shape[1]
-        if have and have != want:
+        if have and len(state.main) and have != want:  # an index without skills holds no vector to compare
             raise EmbedderMismatch(
                 f"the embedder {self.embedder.identity.describe()} gives {have}-d vectors but the index in "
                 f"{self.index_dir} holds {want}-d ones; rebuild with: {command('build --full')}"
@@ -256,7 +256,8 @@ class SkillRouter:
             return Decision(None, 0.0, "empty message", [], gate)
         ranking = self._rank(state, text, exclude, inactive_environments)
         if ranking is None:
-            return Decision(None, 0.0, "no eligible skills", [], gate)
+            return Decision(None, 0.0, "no eligible skills" if state.manifest.skills else "the index holds no skills",
+                            [], gate)
         candidates = self._candidates(state, ranking, ROUTE_CANDIDATES)
         top = candidates[0]
         if is_small_talk(text):

@@ -23,11 +23,12 @@ import pytest
 from semantic_skills import recipe
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.base import Embedder
-from semantic_skills.errors import BuildLocked, NoSkillsFound
+from semantic_skills.errors import BuildLocked
 from semantic_skills.index.manifest import MANIFEST, read_manifest
 from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.skills.parsing import NAMING
 
 from support import REPO, edit_manifest, write_skill
 
@@ -353,6 +354,22 @@ def test_new_roots_are_recorded_even_when_no_skill_changed(built, bundled_embedd
     assert read_manifest(index_dir).roots == [str(skills_dir), str(tmp_path / "more")]
 
 
+def test_an_index_that_named_skills_otherwise_has_them_read_again(built, bundled_embedder):
+    skills_dir, index_dir = built
+
+    def as_an_older_release_named_it(manifest):
+        manifest.pop("naming")
+        next(r for r in manifest["skills"] if r["name"] == "pdf-to-markdown")["name"] = "pdf to markdown"
+
+    edit_manifest(index_dir, as_an_older_release_named_it)
+    report = build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity))  # no vector is redone
+
+    assert report.wrote and report.counts()["unchanged"] == 10
+    manifest = read_manifest(index_dir)
+    assert "pdf-to-markdown" in {r.name for r in manifest.skills} and manifest.naming == NAMING
+    assert not build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity)).wrote
+
+
 def test_categories_follow_the_roots_of_the_latest_build(built, bundled_embedder):
     skills_dir, index_dir = built
     assert {r.name: r.category for r in read_manifest(index_dir).skills}["kubernetes-rollout"] == "devops"
@@ -391,11 +408,33 @@ def test_a_second_build_while_one_runs_is_refused(built, bundled_embedder):
             build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity))
 
 
-def test_no_skills_found_says_where_it_looked(tmp_path, bundled_embedder):
+def test_roots_without_a_skill_empty_the_index_without_loading_a_model_and_it_routes_nothing(built, bundled_embedder):
+    skills_dir, index_dir = built
+    for skill in list(skills_dir.rglob("SKILL.md")):
+        skill.unlink()
+
+    report = build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.wrote and report.skills == 0 and len(report.removed) == 10
+    manifest, vectors = load_index(index_dir)
+    assert manifest.skills == [] and vectors.shape == (0, 384)
+    assert manifest.embedder == bundled_embedder.identity and manifest.roots == [str(skills_dir)]
+    router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+    router.warm()
+    assert router.search(PDF_QUERY) == []
+    decision = router.route(PDF_QUERY)
+    assert (decision.skill, decision.reason) == (None, "the index holds no skills")
+    assert not build(skills_dir, index_dir, UnusableEmbedder(bundled_embedder.identity)).wrote
+
+
+def test_a_first_build_over_roots_without_a_skill_records_the_embedder_without_loading_it(tmp_path, bundled_embedder):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(NoSkillsFound, match=re.escape(str(tmp_path / "empty"))):
-        build(tmp_path / "empty", tmp_path / "index", UnusableEmbedder(bundled_embedder.identity))
-    assert not (tmp_path / "index" / MANIFEST).exists()
+    report = build(tmp_path / "empty", tmp_path / "index", UnusableEmbedder(bundled_embedder.identity))
+
+    assert report.wrote and report.skills == 0
+    manifest, vectors = load_index(tmp_path / "index")
+    assert manifest.embedder == bundled_embedder.identity and vectors.shape == (0, 384)
+    assert SkillRouter.open(tmp_path / "index", embedder=bundled_embedder).route(PDF_QUERY).skill is None
 
 
 # --------------------------------------------------------------------------- atomicity

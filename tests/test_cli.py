@@ -82,23 +82,26 @@ def test_build_embeddings_script_shows_the_build_help():
 # --------------------------------------------------------------------------- build
 
 
-def test_build_prints_a_summary_with_skipped_files_and_duplicates(examples_copy, tmp_path, loaded_model):
+def test_build_prints_a_summary_with_skipped_files_and_name_conflicts(examples_copy, tmp_path, loaded_model):
     write_skill(examples_copy, "broken/empty", b"")
     write_skill(examples_copy, "broken/binary", b"\x00\x01\x02 binary")
-    write_skill(examples_copy, "zz/second-pdf", "---\nname: pdf-to-markdown\ndescription: same name\n---\n")
+    second = write_skill(examples_copy, "zz/second-pdf", "---\nname: pdf-to-markdown\ndescription: same name\n---\n")
 
     result = cli("build", "--skills-dir", examples_copy, "--index-dir", tmp_path / "index")
 
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"Indexed 10 skills in {tmp_path / 'index'} (sentence-transformers")
-    assert lines[1] == "  added 10, updated 0, removed 0, unchanged 0, skipped 2"
+    assert lines[0].startswith(f"Indexed 9 skills in {tmp_path / 'index'} (sentence-transformers")
+    assert lines[1] == "  added 9, updated 0, removed 0, unchanged 0, skipped 2"
     assert f"  skipped {examples_copy / 'broken/empty/SKILL.md'}: empty file" in lines
     assert any(line.startswith(f"  skipped {examples_copy / 'broken/binary/SKILL.md'}: binary file") for line in lines)
-    assert any(line.startswith("  duplicate name 'pdf-to-markdown'") for line in lines)
+    first = examples_copy / "documents/pdf-to-markdown/SKILL.md"
+    assert (f'  not routed, for its name: {first}, {second} (2 skills answer to the name "pdf-to-markdown" in the '
+            "same skills folders, and the agent's skill_view refuses to choose between them: rename all but one)"
+            ) in lines
 
     again = cli("build", "--skills-dir", examples_copy, "--index-dir", tmp_path / "index")
-    assert again.stdout.startswith("Index already up to date: 10 skills")
+    assert again.stdout.startswith("Index already up to date: 9 skills")
 
 
 def test_build_json_ends_with_the_counts(indexed):
@@ -252,18 +255,98 @@ def test_status_reports_the_embedder_and_what_changed_on_disk(indexed):
     assert "run `semantic-skills build`" in text
 
 
+def test_status_names_the_files_a_name_conflict_leaves_out_and_the_fix(indexed):
+    skills_dir, index_dir = indexed
+    look_alike = write_skill(skills_dir, "zz/look-alike", "---\nname: csv-c1eanup\n---\n")  # 1 for l
+
+    status = last_json(cli("status", "--index-dir", index_dir, "--json").stdout)
+
+    real = skills_dir / "data" / "csv-cleanup" / "SKILL.md"
+    assert status["new"] == status["deleted"] == []
+    assert status["left_out"] == ["csv-cleanup"] and status["up_to_date"] is False
+    assert [c["left_out"] for c in status["conflicts"]] == [[str(real), str(look_alike)]]
+    text = cli("status", "--index-dir", index_dir).stdout.splitlines()
+    assert "left out for their names since the build (1): csv-cleanup" in text
+    assert text[-1] == (f'not routed, for its name: {real}, {look_alike} (names that read alike ("csv-cleanup", '
+                        '"csv-c1eanup"): neither a reader nor the model can tell which is meant; rename all but one '
+                        "so they read differently)")
+
+
+TITLE_AND_RETURN = "\x1b]0;pwned\x07\r"  # sets the terminal's window title, then overwrites the line
+SHOWN = "\\x1b]0;pwned\\x07\\r"  # what the terminal gets instead: the same characters written out
+
+
+def test_no_command_passes_a_terminal_control_sequence_from_a_path_or_name_to_the_terminal(
+        tmp_path, _isolated_hermes_home, loaded_model):
+    from semantic_skills.decision_log import DecisionEntry, DecisionLog
+    from semantic_skills.hermes.config import decision_record_path
+
+    skills = tmp_path / f"skills{TITLE_AND_RETURN}"
+    shutil.copytree(EXAMPLES / "skills", skills)
+    refused = write_skill(skills, f"bad/evil{TITLE_AND_RETURN}name", "A skill named by its folder.\n")
+    index = tmp_path / f"index{TITLE_AND_RETURN}"
+    record = DecisionLog(decision_record_path(_isolated_hermes_home), 1_000_000)
+    record.append(DecisionEntry(time=1.7e9, path="gateway", platform="telegram\u202e", outcome="injected",
+                                skill="pdf-to-markdown\u202e", mode="full", latency_ms=12.0))
+    record.close()
+
+    runs = {
+        "build": cli("build", "--skills-dir", skills, "--index-dir", index),
+        "status": cli("status", "--index-dir", index),
+        "search": cli("search", "pdf to markdown", "--index-dir", index),
+        "route": cli("route", "convert this scanned PDF into markdown", "--index-dir", index),
+        "history": cli("history"),
+        "an error": cli("status", "--index-dir", tmp_path / f"none{TITLE_AND_RETURN}"),
+    }
+    for command, result in runs.items():
+        for stream in (result.stdout, result.stderr):
+            assert not {"\x1b", "\x07", "\r", "\u202e"} & set(stream), (command, stream)
+    assert f"  skipped {str(refused).replace(TITLE_AND_RETURN, SHOWN)}: its folder's name" in runs["build"].stdout
+    assert f"index:    {str(index).replace(TITLE_AND_RETURN, SHOWN)}" in runs["status"].stdout
+    assert "pdf-to-markdown\\u202e" in runs["history"].stdout
+    assert str(tmp_path / f"none{SHOWN}") in runs["an error"].stderr
+
+    as_json = cli("build", "--skills-dir", skills, "--index-dir", index, "--json").stdout.strip().splitlines()[-1]
+    assert as_json.isascii() and json.loads(as_json)["skipped_files"][0]["path"] == str(refused)
+
+
+def test_an_empty_library_is_a_state_build_status_route_and_search_say_so_in_a_line(indexed):
+    skills_dir, index_dir = indexed
+    for skill in list(skills_dir.rglob("SKILL.md")):
+        skill.unlink()
+
+    build = cli("build", "--skills-dir", skills_dir, "--index-dir", index_dir)
+    status = cli("status", "--index-dir", index_dir)
+    route = cli("route", "convert this scanned PDF into markdown", "--index-dir", index_dir)
+    search = cli("search", "pdf to markdown", "--index-dir", index_dir)
+
+    assert [r.exit_code for r in (build, status, route, search)] == [0, 0, 0, 0]
+    assert build.stdout.splitlines() == [
+        f"No skill under {skills_dir}: emptied the index in {index_dir} (removed 10 skills); routing injects "
+        "nothing until SKILL.md files are added there and `semantic-skills build` runs again"]
+    assert status.stdout.splitlines()[3:] == [
+        f"skills:   0 from {skills_dir}", "up to date with the skills on disk",
+        f"the index holds no skills: routing injects nothing until SKILL.md files are added under {skills_dir} "
+        "and `semantic-skills build` runs"]
+    assert route.stdout == "inject nothing: the index holds no skills\n"
+    assert search.stdout == (f"the index in {index_dir} holds no skills: add SKILL.md files and run "
+                             "`semantic-skills build`\n")
+    assert "$HERMES_HOME" not in build.stdout + status.stdout + route.stdout + search.stdout
+
+    write_skill(skills_dir, "documents/pdf", "---\nname: pdf\ndescription: Convert a PDF to markdown\n---\nBody.\n")
+    assert "new since the build (1): pdf" in cli("status", "--index-dir", index_dir).stdout
+    assert cli("build", "--skills-dir", skills_dir, "--index-dir", index_dir).stdout.startswith("Indexed 1 skills")
+
+
 # --------------------------------------------------------------------------- errors
 
 
 @pytest.fixture()
 def error_cases(tmp_path, examples_index):
-    (tmp_path / "empty").mkdir()
     corrupt = tmp_path / "corrupt"
     shutil.copytree(examples_index, corrupt)
     (corrupt / MANIFEST).write_text('{"format": "semantic-skills-index"')
     return {
-        "no skills found": (["build", "--skills-dir", tmp_path / "empty", "--index-dir", tmp_path / "i"],
-                            "no SKILL.md files found"),
         "no index (route)": (["route", "--index-dir", tmp_path / "none", "hello there"], "no skill index in"),
         "no index (search)": (["search", "--index-dir", tmp_path / "none", "pdf"], "no skill index in"),
         "no index (status)": (["status", "--index-dir", tmp_path / "none"], "no skill index in"),
@@ -274,7 +357,7 @@ def error_cases(tmp_path, examples_index):
 
 
 @pytest.mark.parametrize(
-    "case", ["no skills found", "no index (route)", "no index (search)", "no index (status)", "embedder mismatch",
+    "case", ["no index (route)", "no index (search)", "no index (status)", "embedder mismatch",
              "corrupt index"]
 )
 def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
@@ -287,6 +370,25 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
 
 
 # --------------------------------------------------------------------------- whole commands as subprocesses
+
+
+@pytest.mark.parametrize("reader", ["closes at once", "reads one line"])
+def test_a_reader_that_closes_the_pipe_early_ends_every_command_quietly(tmp_path, reader):
+    """``semantic-skills history | head -12``: the closed pipe ends the command with status 1 and nothing on stderr
+    (no error line, no traceback), whichever write meets it."""
+    for n in range(300):  # a build with a long report: 300 lines of skipped files
+        write_skill(tmp_path / "skills", f"broken-{n:03d}", b"")
+    commands = [["build", "--skills-dir", tmp_path / "skills", "--index-dir", tmp_path / "index"], ["history"],
+                ["status", "--index-dir", tmp_path / "index"], ["--version"]]
+    for command in commands:
+        child = subprocess.Popen([sys.executable, "-m", "semantic_skills", *map(str, command)], cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if reader == "reads one line":
+            child.stdout.readline()
+        child.stdout.close()
+        stderr = child.stderr.read().decode()
+        assert stderr == "" and child.wait(timeout=120) in (0, 1), command  # 0: it had written all before
+        assert command[0] != "build" or child.returncode == 1  # its report goes on after the line read
 
 
 def test_build_embeddings_script_builds_an_index(tmp_path, default_model):

@@ -191,7 +191,7 @@ def test_an_unwritable_record_is_one_warning_and_never_an_error(tmp_path, caplog
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 2 and all("cannot write the decision record" in w for w in warnings)
     assert str(blocked / "decisions.jsonl") in warnings[0] and "not a regular file" in warnings[1]
-    assert read_record(fifo, 4_000_000).unreadable == [f"{fifo}: {fifo} is not a regular file"]
+    assert read_record(fifo, 4_000_000).unreadable == [f"{fifo}: a FIFO (named pipe), not a regular file"]
 
 
 # --------------------------------------------------------------------------- threads, processes, a full disk

@@ -70,8 +70,10 @@ def test_each_kind_of_decision_is_recorded_without_the_message_text(runtime, _is
         (record.AGENT, answer("pdf-to-markdown", mode="mystery"), UNANSWERED),  # an answer the hook cannot use
     ]
     for path, reply, outcome in cases:
+        # 12.34 ms: the clock's float arithmetic moves it by far less than its distance to a rounding boundary
+        # (12.25 ms, half-way between the tenths, came out as 12.2 or 12.3 depending on the clock's value)
         record.decision(runtime, path=path, platform="telegram", reply=reply, outcome=outcome,
-                        started=reply.at - 0.01225, text="my secret message")
+                        started=reply.at - 0.01234, text="my secret message")
     runtime.decisions.close()
 
     entries = recorded(_isolated_hermes_home)
@@ -87,7 +89,7 @@ def test_each_kind_of_decision_is_recorded_without_the_message_text(runtime, _is
     assert entries[4].reason == "timeout: no answer within 24 ms" and entries[4].similarity is None
     assert entries[5].top == "pdf-to-markdown"
     assert entries[5].reason == "an answer this plugin cannot use ('mystery' for 'pdf-to-markdown')"
-    assert all(e.latency_ms == 12.2 and e.platform == "telegram" and e.text is None for e in entries)
+    assert all(e.latency_ms == 12.3 and e.platform == "telegram" and e.text is None for e in entries)
     assert b"secret" not in decision_record_path(_isolated_hermes_home).read_bytes()
 
 
@@ -195,5 +197,5 @@ def test_a_record_that_cannot_be_read_never_blocks_start(_isolated_hermes_home, 
         rt.close()
 
     assert [r.getMessage() for r in caplog.records] == [
-        f"semantic-skills: cannot write the decision record {path} ({path} is not a regular file); "
+        f"semantic-skills: cannot write the decision record {path} (a FIFO (named pipe), not a regular file); "
         "decisions go unrecorded until it can"]

@@ -149,7 +149,8 @@ def test_history_of_a_home_with_no_record_says_so(_isolated_hermes_home):
 def test_history_says_when_the_record_is_off(_isolated_hermes_home):
     set_settings(_isolated_hermes_home, record_decisions=False)
     assert history().stdout.startswith("The decision record is off (record_decisions: false under "
-                                       "plugins.entries.semantic-skills.settings in $HERMES_HOME/config.yaml).\n")
+                                       "plugins.entries.semantic-skills.settings in "
+                                       f"{_isolated_hermes_home / 'config.yaml'}).\n")
 
 
 @pytest.fixture(scope="module")

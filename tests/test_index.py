@@ -72,10 +72,10 @@ def test_a_manifest_written_before_environments_were_recorded_still_opens(index_
     assert router.route("convert this scanned PDF into markdown").skill.name == "pdf-to-markdown"
 
 
-def test_a_name_read_from_a_manifest_is_the_one_line_name(index_copy, bundled_embedder):
-    edit_manifest(index_copy, lambda m: m["skills"][0].update(name="pdf-to-\nmarkdown\u202e"))
-    router = SkillRouter.open(index_copy, embedder=bundled_embedder)
-    assert "pdf-to- markdown" in {r.name for r in router.manifest.skills}
+def test_a_manifest_name_a_reader_would_misread_makes_the_index_corrupt(index_copy, bundled_embedder):
+    edit_manifest(index_copy, lambda m: m["skills"][0].update(name="pdf-to-markdown\u202e"))
+    with pytest.raises(IndexCorrupt, match=r'the name "pdf-to-markdown\\u202e" holds U\+202E RIGHT-TO-LEFT OVERRIDE'):
+        SkillRouter.open(index_copy, embedder=bundled_embedder)
 
 
 class OtherEmbedder(Embedder):

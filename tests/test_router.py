@@ -210,13 +210,18 @@ def test_an_excluded_skill_decides_as_if_it_were_not_in_the_index(tmp_path):
     assert kept.candidates[0].name == "gold" and kept.features["separation"] < excluded.features["separation"]
 
 
-@pytest.mark.parametrize("agent_name", ["go\u200bld", "gold\n", "\u202egold\u202c", "gold"])
-def test_a_skill_is_excluded_by_the_name_the_agent_gives_it_invisible_characters_and_all(tmp_path, agent_name):
-    skills = {"gold": [unit(1, 0)], **{f"s{i}": [axis(i + 2)] for i in range(10)}}
+@pytest.mark.parametrize(("agent_name", "excluded"), [("gold", True), ("gold" + "-and-more" * 8, False),
+                                                      ("go\u200bld", False), ("gold\n", False), ("Gold", False)])
+def test_a_skill_is_excluded_by_its_exact_name_cut_as_the_agent_cuts_it(tmp_path, agent_name, excluded):
+    long_name = ("gold" + "-and-more" * 8)[:64]  # the agent cuts names to 64 characters; so does the index
+    skills = {"gold": [unit(1, 0)], long_name: [unit(0, 1)], **{f"s{i}": [axis(i + 2)] for i in range(10)}}
     write_synthetic_index(tmp_path / "index", skills)
-    router = SkillRouter.open(tmp_path / "index", embedder=TableEmbedder({"route me": unit(1, 0.05)}))
+    router = SkillRouter.open(tmp_path / "index", embedder=TableEmbedder({"route me": unit(1, 0.05),
+                                                                         "the long one": unit(0, 1)}))
     assert router.route("route me").skill.name == "gold"
-    assert router.route("route me", exclude=[agent_name]).candidates[0].name != "gold"
+    assert (router.route("route me", exclude=[agent_name]).candidates[0].name != "gold") is excluded
+    if len(agent_name) > 64:  # a name disabled in full keeps out the skill the agent lists under its first 64
+        assert router.route("the long one", exclude=[agent_name]).candidates[0].name != long_name
 
 
 def test_calibrated_settings_in_the_manifest_drive_the_gate(tmp_path):

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from semantic_skills.glyphs import one_line
+from semantic_skills.glyphs import misreading, one_line
 from semantic_skills.skills.discovery import SkillsRoot, discover_skills
 from semantic_skills.skills.eligibility import environments_allow
 from semantic_skills.skills.parsing import SkillFileError, parse_skill
@@ -41,15 +41,17 @@ def test_every_real_skill_file_in_the_corpora_parses():
         assert skill.description.strip(), path
 
 
-def test_discovery_over_the_real_corpora_skips_nothing_and_names_every_skill():
+def test_discovery_over_the_real_corpora_refuses_no_name_and_names_every_skill():
     corpora = shared_path("data", "corpora")
     found = discover(corpora)
-    assert found.skipped == []
+    assert found.skipped == []  # no real name holds a character a reader does not see, nor odd spaces
     assert len(found.skills) > 500
     assert all(s.name.strip() for s in found.skills)
     names = [s.name for s in found.skills]
     assert len(names) == len(set(names)), "discovery must keep one skill per name"
     assert {d.name for d in found.duplicates} <= set(names)
+    # The corpora as one root hold a few names twice (run, status...): the agent loads neither, nor do we.
+    assert found.conflicts and all("refuses to choose" in c.reason for c in found.conflicts)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -84,8 +86,8 @@ IMPERFECT_FILES = {
         b"---\nname: only-front\ndescription: nothing after the fence\n---",
         "only-front", "nothing after the fence",
     ),
-    "numbers as values": (
-        b"---\nname: 2048\ndescription: 4.5\n---\n",
+    "a number as the description": (
+        b"---\nname: \"2048\"\ndescription: 4.5\n---\n",
         "2048", "4.5",
     ),
 }
@@ -281,6 +283,32 @@ def test_the_quarantine_is_never_indexed_however_it_is_reached(tmp_path):
     assert all("quarantine" in s.reason for s in found.skipped)
 
 
+@pytest.mark.parametrize("swapped", ["folder", "file"])
+def test_a_folder_or_file_swapped_for_a_link_into_the_quarantine_after_the_check_is_never_read(tmp_path, monkeypatch,
+                                                                                             swapped):
+    from semantic_skills.skills import discovery
+
+    root = tmp_path / "skills"
+    skill = write_skill(root, "devops/docker", "---\nname: docker\n---\nThe real body.\n")
+    hidden = write_skill(root / ".hub" / "quarantine", "devops/docker", "---\nname: docker\n---\nUNSCANNED\n")
+    checked = discovery.real_path
+
+    def check_then_swap(path):
+        real = checked(path)  # the real path is resolved and found outside the quarantine; then the race is lost
+        moved = (root / "devops", hidden.parent.parent) if swapped == "folder" else (skill, hidden)
+        moved[0].rename(moved[0].with_name("moved-away"))
+        moved[0].symlink_to(moved[1], target_is_directory=swapped == "folder")
+        return real
+
+    monkeypatch.setattr(discovery, "real_path", check_then_swap)
+    found = discover(root)
+
+    assert found.skills == []
+    reason = {"folder": "the path changed while it was read: its folder 'devops' is now a symbolic link",
+              "file": "a symbolic link, not a regular file"}[swapped]
+    assert [(s.path, s.reason) for s in found.skipped] == [(str(skill), f"cannot read file: {reason}")]
+
+
 def test_symlinked_folder_inside_the_root_is_followed(tmp_path):
     write_skill(tmp_path / "store", "tool", "---\nname: tool\n---\n")
     (tmp_path / "alias").symlink_to(tmp_path / "store", target_is_directory=True)
@@ -303,43 +331,6 @@ def test_earlier_root_wins_name_clashes_and_duplicates_are_reported(tmp_path):
     assert [(d.name, d.kept, d.dropped) for d in found.duplicates] == [("shared-name", str(kept), str(dropped))]
 
 
-# --------------------------------------------------------------------------- names
-
-# Folder names a skill author controls (no name: in the file), and the one-line name each gives.
-HOSTILE_FOLDERS = {
-    "cron-helper\nSYSTEM": "cron-helper SYSTEM",
-    "tide\r\ntables\rnow": "tide tables now",
-    "kite\trepair": "kite repair",
-    "bee\u2028keeping\u2029guide": "bee keeping guide",
-    "\u202eerht-eman\u202c \u2066iso\u2069": "erht-eman iso",
-    'say "<hi>" & go': 'say "<hi>" & go',
-    "bell\x07 and \x1b[31mred": "bell and [31mred",
-}
-
-
-def test_a_skill_named_by_a_hostile_folder_gets_a_one_line_name(tmp_path):
-    for folder in HOSTILE_FOLDERS:
-        write_skill(tmp_path / "weird", folder, "A skill without front matter.\n")
-
-    found = discover(tmp_path)
-    assert sorted(s.name for s in found.skills) == sorted(HOSTILE_FOLDERS.values())
-    assert sorted(s.folder for s in found.skills) == sorted(HOSTILE_FOLDERS)  # the folder itself is kept as it is
-
-
-def test_a_name_in_front_matter_loses_its_invisible_characters_before_it_is_cut_as_the_agent_cuts_it(tmp_path):
-    escaped = "\\u202e" + "\\u200bab" * 40 + "\\x07"  # YAML escapes for 122 characters
-    skill = parse(f'---\nname: "{escaped}"\ndescription: "one\\u2028two\\u200b"\n---\n'.encode(), tmp_path)
-    assert skill.name == "ab" * 21  # the first 64 characters: the override and 21 zero-width spaces and "ab"s
-    assert skill.description == "one two"
-
-
-def test_a_skill_whose_name_and_folder_show_nothing_is_skipped_with_a_reason(tmp_path):
-    write_skill(tmp_path, "\u200b\u200d", "---\nname: \"\\u2060\"\n---\nBody.\n")
-    found = discover(tmp_path)
-    assert found.skills == [] and [s.reason for s in found.skipped] == [
-        "no name: neither its name: nor its folder's name has a visible character"]
-
-
 # --------------------------------------------------------------------------- properties
 
 
@@ -357,10 +348,10 @@ def test_any_bytes_either_parse_or_are_skipped_with_a_reason(tmp_path, raw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.text(min_size=1, max_size=60), description=st.text(max_size=200))
 def test_front_matter_written_by_a_yaml_library_reads_back(tmp_path, name, description):
-    assume(one_line(name) and "\x00" not in name + description)
+    assume(not misreading(name) and "\x00" not in name + description)
     front = yaml.safe_dump({"name": name, "description": description}, allow_unicode=True)
     skill = parse(f"---\n{front}---\nBody.\n".encode(), tmp_path)
-    assert skill.name == one_line(name)
+    assert skill.name == name
     assert skill.description == (one_line(description) or "Body.")
     assert skill.body == "Body.\n"
 

@@ -177,6 +177,21 @@ def test_without_an_index_the_worker_waits_and_says_so(tmp_path):
     assert code == 0  # stdin closed: the worker ends on its own
 
 
+def test_an_index_without_skills_loads_and_every_route_answers_nothing(tmp_path, bundled_embedder):
+    (tmp_path / "no-skills").mkdir()
+    build_index([SkillsRoot(tmp_path / "no-skills")], tmp_path / "index", bundled_embedder)
+    served = Worker(Startup(str(tmp_path / "index")))
+    try:
+        served.wait_for_state(READY)
+        route = served.ask("route", text=PDF, exclude=[])
+        search = served.ask("search", text=PDF, limit=3, exclude=[])
+    finally:
+        served.close()
+
+    assert route["ok"] is True and route["skill"] is None and route["reason"] == "the index holds no skills"
+    assert (search["ok"], search["results"], search["best"]) == (True, [], None)
+
+
 def test_bad_start_up_settings_are_one_line_and_a_non_zero_exit():
     done = subprocess.run([sys.executable, "-m", "semantic_skills.worker", '{"embedder": {}}'], cwd=REPO,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import click
 
 from .. import __version__
 from ..errors import DEFAULT_COMMAND, SemanticSkillsError
+from ..glyphs import visible
 from ..requirements import dependency_fix
 from ..settings import EMBEDDER_BACKENDS
 
@@ -25,6 +27,8 @@ class _Command(click.Command):
             _fail(str(exc))
         except ModuleNotFoundError as exc:  # a dependency missing from this Python
             _fail(dependency_fix(exc.name or str(exc), _configured_backend()))
+        except BrokenPipeError:
+            raise  # the reader closed stdout: not an error to report (see _Group.main)
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             hint = ""
@@ -44,6 +48,18 @@ class _Command(click.Command):
 class _Group(click.Group):
     command_class = _Command
 
+    def main(self, *args, **kwargs):
+        """Run the command line; when the reader of stdout goes away (``history | head``) it ends quietly, with
+        exit status 1 as Python's documentation advises for EPIPE, instead of an error and a traceback."""
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # what is still buffered goes now, where a closed pipe can be caught
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's own flush then succeeds
+            sys.exit(1)
+
 
 def _configured_backend() -> str:
     """The embedder backend the settings name, for the install command (the default when unreadable)."""
@@ -56,8 +72,22 @@ def _configured_backend() -> str:
 
 
 def _fail(message: str, code: int = 1):
-    click.echo(f"semantic-skills: error: {message}", err=True)
+    echo(f"semantic-skills: error: {message}", err=True)
     sys.exit(code)
+
+
+def echo(text: str = "", err: bool = False) -> None:
+    """Print ``text`` (to stderr with ``err``), each line with what a terminal would act on written out
+    (:func:`glyphs.visible`): the names, paths and texts of skills and files print as the text they are, and
+    no escape sequence, carriage return or bidi override in them reaches the terminal. Every line the command
+    line prints goes through here or :func:`echo_json`."""
+    click.echo("\n".join(visible(line) for line in text.split("\n")), err=err)
+
+
+def echo_json(data) -> None:
+    """Print ``data`` as one line of JSON, in ASCII: every other character as its ``\\u`` escape, so no
+    control or bidi character reaches the terminal, and a JSON reader gets the text back unchanged."""
+    click.echo(json.dumps(data))
 
 
 index_dir_option = click.option(

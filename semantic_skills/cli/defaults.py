@@ -42,6 +42,11 @@ def skills_roots() -> list[SkillsRoot]:
     return scanned_roots(hermes_home(), _config())
 
 
+def config_file() -> Path:
+    """The Hermes home's ``config.yaml``, as a message names it: its real path."""
+    return _hermes_config().hermes_home() / "config.yaml"
+
+
 def decision_record() -> Path:
     """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
     from ..hermes.host.home import hermes_home

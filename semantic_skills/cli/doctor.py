@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from .app import json_option, main
+from .app import echo, echo_json, json_option, main
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 INDENT = " " * 5  # a fix goes on its own line, under its problem
@@ -35,15 +34,15 @@ def doctor(timeout, as_json):
     checks = run_doctor(timeout)
     healthy = all(check.status != FAIL for check in checks)
     if as_json:
-        click.echo(json.dumps({"ok": healthy, "checks": [c.as_dict() for c in checks]}, ensure_ascii=False))
+        echo_json({"ok": healthy, "checks": [c.as_dict() for c in checks]})
     else:
         for check in checks:
-            click.echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
+            echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
             if check.fix and check.status != "ok":
-                click.echo(f"{INDENT}fix: {check.fix}")
+                echo(f"{INDENT}fix: {check.fix}")
             if check.alternative and check.status != "ok":
-                click.echo(f"{INDENT}or:  {check.alternative}")
-        click.echo("routing works" if healthy else
-                   f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
+                echo(f"{INDENT}or:  {check.alternative}")
+        echo("routing works" if healthy else
+             f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
     if not healthy:
         sys.exit(1)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import click
 
 from ..errors import command
 from . import defaults
-from .app import json_option, main
+from .app import echo, echo_json, json_option, main
 
-SETTINGS_PLACE = "plugins.entries.semantic-skills.settings in $HERMES_HOME/config.yaml"
+SETTINGS_PLACE = "plugins.entries.semantic-skills.settings"
 
 
 @main.command()
@@ -44,10 +43,11 @@ def history(since, as_json):
     embedder = settings.embedder
     summary = summarise(contents.entries, default_embedder=embedder.backend != "litellm" and not embedder.model)
     summary.update(record=str(path), recording=settings.record_decisions, since=since,
+                   config=str(defaults.config_file()),
                    files=[str(f) for f in contents.files], damaged_lines=contents.damaged_lines,
                    cut_files=[str(f) for f in contents.cut_files], unreadable=contents.unreadable)
     if as_json:
-        click.echo(json.dumps(summary, ensure_ascii=False))
+        echo_json(summary)
         return
     _echo_record_state(summary)
     if summary["decisions"]:
@@ -61,80 +61,80 @@ def _echo_record_state(summary: dict) -> None:
     """Where the record is, whether it is on, what had to be skipped, and the time span (or why it is empty)."""
     path = summary["record"]
     if not summary["recording"]:
-        click.echo(f"The decision record is off (record_decisions: false under {SETTINGS_PLACE}).")
+        echo(f"The decision record is off (record_decisions: false under {SETTINGS_PLACE} in {summary['config']}).")
     for problem in summary["unreadable"]:
-        click.echo(f"cannot read {problem}")
+        echo(f"cannot read {problem}")
     if summary["damaged_lines"]:
-        click.echo(f"skipped {summary['damaged_lines']} damaged line(s) in {path}")
+        echo(f"skipped {summary['damaged_lines']} damaged line(s) in {path}")
     for cut in summary["cut_files"]:
-        click.echo(f"{cut} is larger than record_max_bytes: read its last part only")
+        echo(f"{cut} is larger than record_max_bytes: read its last part only")
     if not summary["files"]:
-        click.echo(f"No decisions recorded yet: {path} does not exist. Hermes records each message it routes "
-                   "there once the plugin is running.")
+        echo(f"No decisions recorded yet: {path} does not exist. Hermes records each message it routes "
+             "there once the plugin is running.")
     elif not summary["decisions"]:
         since = f" since {summary['since']}" if summary["since"] else ""
-        click.echo(f"No decisions recorded{since} in {path}.")
+        echo(f"No decisions recorded{since} in {path}.")
     else:
         paths = ", ".join(f"{name} {count}" for name, count in summary["paths"].items())
-        click.echo(f"{summary['decisions']} routed messages from {_minute(summary['first'])} to "
-                   f"{_minute(summary['last'])} UTC ({paths}), recorded in {path}")
+        echo(f"{summary['decisions']} routed messages from {_minute(summary['first'])} to "
+             f"{_minute(summary['last'])} UTC ({paths}), recorded in {path}")
 
 
 def _echo_counts(summary: dict) -> None:
     modes, outcomes = summary["modes"], summary["outcomes"]
     answered = sum(modes.values())
-    click.echo("\nDecisions:")
+    echo("\nDecisions:")
     for mode, label in (("full", "the whole skill"), ("hint", "a hint"), ("nothing", "nothing")):
         share = f"{modes[mode] / answered:6.1%}" if answered else "     -"
-        click.echo(f"  {mode:<8}{modes[mode]:>7} {share}  {label}")
-    click.echo(f"  injected {outcomes['injected']}, skipped as already in front of the model "
-               f"{outcomes['already_live']}")
+        echo(f"  {mode:<8}{modes[mode]:>7} {share}  {label}")
+    echo(f"  injected {outcomes['injected']}, skipped as already in front of the model "
+         f"{outcomes['already_live']}")
     if outcomes["unanswered"]:
-        click.echo(f"  {outcomes['unanswered']} message(s) got no decision (the routing worker was not ready, "
-                   "failed or answered too late)")
+        echo(f"  {outcomes['unanswered']} message(s) got no decision (the routing worker was not ready, "
+             "failed or answered too late)")
 
 
 def _echo_skills(summary: dict) -> None:
     if summary["most_injected"]:
-        click.echo("\nMost injected skills:")
+        echo("\nMost injected skills:")
         for row in summary["most_injected"]:
-            click.echo(f"  {row['injected']:>6}  {row['skill']} (full {row['full']}, hint {row['hint']})")
+            echo(f"  {row['injected']:>6}  {row['skill']} (full {row['full']}, hint {row['hint']})")
     short_of_hint, short_of_full = summary["near_misses"]["hint"], summary["near_misses"]["full"]
     if short_of_hint["count"]:
-        click.echo(f"\nNear misses: {short_of_hint['count']} message(s) got nothing but fell just short of a hint:")
+        echo(f"\nNear misses: {short_of_hint['count']} message(s) got nothing but fell just short of a hint:")
         for row in short_of_hint["skills"]:
-            click.echo(f"  {row['count']:>6}  {row['skill']}: closest at similarity {row['similarity']:.3f} "
-                       f"(floor {row['floor']:.2f}), relative gap {row['gap']:.3f} (needs {row['min_gap']:.2f})")
+            echo(f"  {row['count']:>6}  {row['skill']}: closest at similarity {row['similarity']:.3f} "
+                 f"(floor {row['floor']:.2f}), relative gap {row['gap']:.3f} (needs {row['min_gap']:.2f})")
     if short_of_full["count"]:
-        click.echo(f"\nNear misses: {short_of_full['count']} hint(s) fell just short of the whole skill:")
+        echo(f"\nNear misses: {short_of_full['count']} hint(s) fell just short of the whole skill:")
         for row in short_of_full["skills"]:
-            click.echo(f"  {row['count']:>6}  {row['skill']}: closest at relative gap {row['gap']:.3f} "
-                       f"(needs {row['full_gap']:.2f}), relative margin {row['margin']:.3f} "
-                       f"(needs {row['full_margin']:.2f})")
+            echo(f"  {row['count']:>6}  {row['skill']}: closest at relative gap {row['gap']:.3f} "
+                 f"(needs {row['full_gap']:.2f}), relative margin {row['margin']:.3f} "
+                 f"(needs {row['full_margin']:.2f})")
 
 
 def _echo_slowest(summary: dict) -> None:
     if not summary["slowest"]:
         return
-    click.echo("\nSlowest routes:")
+    echo("\nSlowest routes:")
     for row in summary["slowest"]:
         decided = f"{row['skill']} ({row['mode']})" if row["skill"] else row["outcome"]
-        click.echo(f"  {row['latency_ms']:>9.1f} ms  {_minute(row['time'])}  {row['path']:<8} "
-                   f"{row['platform'] or '-':<10} {decided}")
+        echo(f"  {row['latency_ms']:>9.1f} ms  {_minute(row['time'])}  {row['path']:<8} "
+             f"{row['platform'] or '-':<10} {decided}")
     for path, latency in summary["latency_ms"].items():
-        click.echo(f"  {path}: median {latency['median']:.1f} ms, p95 {latency['p95']:.1f} ms over "
-                   f"{latency['routes']} routes")
+        echo(f"  {path}: median {latency['median']:.1f} ms, p95 {latency['p95']:.1f} ms over "
+             f"{latency['routes']} routes")
 
 
 def _echo_calibrate(summary: dict) -> None:
     reasons = summary["calibrate"]
     if not reasons:
-        click.echo("\nNothing here suggests calibrating the gate.")
+        echo("\nNothing here suggests calibrating the gate.")
         return
-    click.echo("\nCalibrating the gate on your own messages would help:")
+    echo("\nCalibrating the gate on your own messages would help:")
     for reason in reasons:
-        click.echo(f"  - {reason}")
-    click.echo(
+        echo(f"  - {reason}")
+    echo(
         "  How: write 50 or more of your messages to a JSONL file, one per line, labelled with the skill each\n"
         '  needs: {"query": "the message", "gold": ["skill-name"]}, or "gold": [] when none fits. With\n'
         f"  record_message_text: true the record ({summary['record']}) keeps each message beside its decision.\n"

@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from ..errors import NoSkillsFound, command
+from ..errors import command
 from . import defaults
-from .app import TerminalBar, index_dir_option, index_options, json_option, main
+from .app import TerminalBar, echo, echo_json, index_dir_option, index_options, json_option, main
 
 
-def _print_build_report(report, as_json: bool) -> None:
+def _print_build_report(report, roots, as_json: bool) -> None:
     counts = report.counts()
     if not as_json:
-        action = "Indexed" if report.wrote else "Index already up to date:"
-        click.echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
-                   f"in {report.seconds:.1f} s")
-        click.echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if report.skills:
+            action = "Indexed" if report.wrote else "Index already up to date:"
+            echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
+                 f"in {report.seconds:.1f} s")
+            echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        else:
+            echo(_empty_library_line(report, roots))
         for skipped in report.skipped:
-            click.echo(f"  skipped {skipped.path}: {skipped.reason}")
+            echo(f"  skipped {skipped.path}: {skipped.reason}")
         for dup in report.duplicates:
-            click.echo(f"  duplicate name {dup.name!r}: kept {dup.kept}, ignored {dup.dropped}")
+            echo(f"  duplicate name {dup.name!r}: kept {dup.kept}, ignored {dup.dropped}")
+        for conflict in report.conflicts:
+            echo(f"  {conflict_line(conflict)}")
         for path, warning in report.warnings:
-            click.echo(f"  warning {path}: {warning}")
+            echo(f"  warning {path}: {warning}")
         return
     payload = dict(counts)
     payload.update(
@@ -38,9 +42,19 @@ def _print_build_report(report, as_json: bool) -> None:
         removed_skills=report.removed,
         skipped_files=[{"path": s.path, "reason": s.reason} for s in report.skipped],
         duplicates=[{"name": d.name, "kept": d.kept, "dropped": d.dropped} for d in report.duplicates],
+        conflicts=[{"left_out": list(c.left_out), "reason": c.reason} for c in report.conflicts],
         warnings=[{"path": p, "warning": w} for p, w in report.warnings],
     )
-    click.echo(json.dumps(payload, ensure_ascii=False))
+    echo_json(payload)
+
+
+def _empty_library_line(report, roots) -> str:
+    """What a build over roots without a skill did, in one line: an empty index is a state, not an error."""
+    searched = ", ".join(str(root.path) for root in roots) or "no skills folder"
+    emptied = (f"emptied the index in {report.index_dir} (removed {len(report.removed)} skills)" if report.removed
+               else f"the index in {report.index_dir} holds none")
+    return (f"No skill under {searched}: {emptied}; routing injects nothing until SKILL.md files are added there "
+            f"and `{command('build')}` runs again")
 
 
 @main.command()
@@ -61,13 +75,9 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
 
     roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else defaults.skills_roots()
     progress = TerminalBar if (sys.stderr.isatty() and not as_json) else None
-    try:
-        report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
-                             full=full, progress=progress)
-    except NoSkillsFound as exc:
-        raise NoSkillsFound(f"{exc}; pass --skills-dir DIR or add folders to skills.external_dirs in "
-                            "$HERMES_HOME/config.yaml") from None
-    _print_build_report(report, as_json)
+    report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
+                         full=full, progress=progress)
+    _print_build_report(report, roots, as_json)
 
 
 @main.command()
@@ -83,7 +93,9 @@ def status(index_dir, as_json):
     diff = diff_with_disk(manifest)
     changed = sorted(record.name for record, _skill in diff.changed())
     new = sorted(skill.name for skill in diff.added())
-    deleted = sorted(record.name for record in diff.removed())
+    conflicting = {path for conflict in diff.conflicts for path in conflict.left_out}
+    deleted = sorted(record.name for record in diff.removed() if record.path not in conflicting)
+    left_out = sorted(record.name for record in diff.removed() if record.path in conflicting)
     info = {
         "index_dir": str(folder),
         "embedder": manifest.embedder.as_dict(),
@@ -93,19 +105,32 @@ def status(index_dir, as_json):
         "changed": changed,
         "new": new,
         "deleted": deleted,
-        "up_to_date": not (changed or new or deleted),
+        "left_out": left_out,
+        "up_to_date": not (changed or new or deleted or left_out),
+        "conflicts": [{"left_out": list(c.left_out), "reason": c.reason} for c in diff.conflicts],
     }
     if as_json:
-        click.echo(json.dumps(info, ensure_ascii=False))
+        echo_json(info)
         return
-    click.echo(f"index:    {folder}")
-    click.echo(f"embedder: {manifest.embedder.describe()}")
-    click.echo(f"built:    {manifest.built_at}")
-    click.echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
+    echo(f"index:    {folder}")
+    echo(f"embedder: {manifest.embedder.describe()}")
+    echo(f"built:    {manifest.built_at}")
+    echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
     if info["up_to_date"]:
-        click.echo("up to date with the skills on disk")
-    for label, names in (("changed", changed), ("new", new), ("deleted", deleted)):
+        echo("up to date with the skills on disk")
+    if not manifest.skills:
+        echo(f"the index holds no skills: routing injects nothing until SKILL.md files are added under "
+             f"{', '.join(manifest.roots) or 'a skills folder'} and `{command('build')}` runs")
+    for label, names in (("changed", changed), ("new", new), ("deleted", deleted),
+                         ("left out for their names", left_out)):
         if names:
-            click.echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
+            echo(f"{label} since the build ({len(names)}): {', '.join(names)}")
     if not info["up_to_date"]:
-        click.echo(f"run `{command('build')}` to update the index")
+        echo(f"run `{command('build')}` to update the index")
+    for conflict in diff.conflicts:
+        echo(conflict_line(conflict))
+
+
+def conflict_line(conflict) -> str:
+    """A name conflict in one line: the skills it leaves out of routing, and why with the fix."""
+    return f"not routed, for its name: {', '.join(conflict.left_out)} ({conflict.reason})"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import click
 
 from ..gates import DEFAULT_MIN_FULL_PRECISION, DEFAULT_MIN_PRECISION
 from . import defaults
-from .app import TerminalBar, index_options, json_option, main
+from .app import TerminalBar, echo, echo_json, index_options, json_option, main
 
 queries_file_option = click.option(
     "--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -64,18 +63,18 @@ def evaluate(queries_file, index_dir, backend, model, leave_out, as_json):
     gate = router.gate
     if as_json:
         report.update(index_dir=str(router.index_dir), skills=len(router.manifest.skills), **gate.as_router_settings())
-        click.echo(json.dumps(report, ensure_ascii=False))
+        echo_json(report)
         return
     overall = report["overall"]
-    click.echo(f"{overall['messages']} messages ({overall['positives']} with a skill, {overall['negatives']} without) "
-               f"against {len(router.manifest.skills)} skills in {router.index_dir}")
-    click.echo(f"{_gate_words(gate)}\n")
+    echo(f"{overall['messages']} messages ({overall['positives']} with a skill, {overall['negatives']} without) "
+         f"against {len(router.manifest.skills)} skills in {router.index_dir}")
+    echo(f"{_gate_words(gate)}\n")
     _echo_metrics_table(report)
     latency = report["latency_ms"]
-    click.echo(f"\nroute latency: median {latency['route_median']:.1f} ms, p95 {latency['route_p95']:.1f} ms; "
-               f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): "
-               f"median {latency['embed_median']:.1f} ms "
-               f"(route / embedding = {latency['route_over_embed']:.2f}x)")
+    echo(f"\nroute latency: median {latency['route_median']:.1f} ms, p95 {latency['route_p95']:.1f} ms; "
+         f"bare query embedding (every {BARE_EMBEDDING_EVERY}th message): "
+         f"median {latency['embed_median']:.1f} ms "
+         f"(route / embedding = {latency['route_over_embed']:.2f}x)")
 
 
 def _gate_words(gate) -> str:
@@ -93,8 +92,8 @@ def _echo_metrics_table(report: dict) -> None:
     """One row of metrics overall and per source; with leave-out copies, their false-injection rates too."""
     left_out = report.get("leave_out")
     extra = f"{'lo full':>10}{'lo any':>10}" if left_out else ""
-    click.echo(f"{'':24}" + "".join(f"{title:>11}" for _, title in METRIC_COLUMNS) + extra
-               + f"{'chars':>8}{'messages':>9}")
+    echo(f"{'':24}" + "".join(f"{title:>11}" for _, title in METRIC_COLUMNS) + extra
+         + f"{'chars':>8}{'messages':>9}")
     rows = [("all", report["overall"])]
     if len(report["by_source"]) > 1:
         rows += list(report["by_source"].items())
@@ -105,11 +104,11 @@ def _echo_metrics_table(report: dict) -> None:
             cells += _fmt(source.get("false_full"), 10) + _fmt(source.get("false_any"), 10)
         chars = metrics.get("injected_chars")
         cells += f"{chars:>8.0f}" if chars is not None else f"{'-':>8}"
-        click.echo(f"{label[:23]:24}{cells}{metrics['messages']:>9}")
+        echo(f"{label[:23]:24}{cells}{metrics['messages']:>9}")
     if left_out:
         overall = left_out["overall"]
-        click.echo(f"\nleave-out: {overall['messages']} messages routed without their right skills, "
-                   f"{overall['full_injections']} got a skill whole anyway and {overall['injections']} anything")
+        echo(f"\nleave-out: {overall['messages']} messages routed without their right skills, "
+             f"{overall['full_injections']} got a skill whole anyway and {overall['injections']} anything")
 
 
 @main.command()
@@ -143,22 +142,22 @@ def calibrate(queries_file, index_dir, backend, model, min_precision, min_full_p
     saved = save_gate(router.index_dir, fitted, str(queries_file), len(routed)) if write else None
     chosen = fitted.chosen
     if as_json:
-        click.echo(json.dumps({
+        echo_json({
             **_point_dict(chosen), "meets_target": fitted.meets_target, "written": saved is not None,
             "full_table": [_full_point_dict(p) for p in fitted.full_points],
             "table": [_point_dict(p) for p in fitted.points],
-        }, ensure_ascii=False))
+        })
         return
     _echo_trade_off(fitted)
     verdict = ("" if fitted.meets_target
                else f" (no setting reaches precision {min_precision:.2f} and full precision "
                     f"{min_full_precision:.2f}; the most precise one is shown)")
-    click.echo(f"chosen: {_gate_words(chosen.gate)}: full precision {_fmt(chosen.full_precision, 0)}, "
-               f"full {_fmt(chosen.full_correct, 0)}, named {_fmt(chosen.named_correct, 0)}, objective precision "
-               f"{_fmt(chosen.objective_precision, 0)}, leave-out full {_fmt(chosen.leave_out_full, 0)} "
-               f"and any {_fmt(chosen.leave_out_any, 0)}{verdict}")
-    click.echo(f"saved to {router.index_dir / 'manifest.json'}" if saved is not None
-               else "not saved (use --write to save it)")
+    echo(f"chosen: {_gate_words(chosen.gate)}: full precision {_fmt(chosen.full_precision, 0)}, "
+         f"full {_fmt(chosen.full_correct, 0)}, named {_fmt(chosen.named_correct, 0)}, objective precision "
+         f"{_fmt(chosen.objective_precision, 0)}, leave-out full {_fmt(chosen.leave_out_full, 0)} "
+         f"and any {_fmt(chosen.leave_out_any, 0)}{verdict}")
+    echo(f"saved to {router.index_dir / 'manifest.json'}" if saved is not None
+         else "not saved (use --write to save it)")
 
 
 def _point_dict(point) -> dict:
@@ -177,12 +176,12 @@ def _full_point_dict(point) -> dict:
 def _echo_trade_off(fitted) -> None:
     """The fitted gate's neighbourhood: the full gate by relative gap, then the hint gate by gap and by floor."""
     chosen = fitted.chosen
-    click.echo(f"Full injections alone (floor 0.30, relative margin >= {chosen.gate.full_relative_margin:.2f}), "
-               "by relative gap:")
-    click.echo(f"{'gap >=':>8}{'full prec':>10}{'full':>9}{'false full':>11}{'lo full':>9}")
+    echo(f"Full injections alone (floor 0.30, relative margin >= {chosen.gate.full_relative_margin:.2f}), "
+         "by relative gap:")
+    echo(f"{'gap >=':>8}{'full prec':>10}{'full':>9}{'false full':>11}{'lo full':>9}")
     for p in fitted.full_table()[::10]:
-        click.echo(f"{p.gate.full_relative_gap:>8.2f}{_fmt(p.full_precision, 10)}{_fmt(p.full_correct)}"
-                   f"{_fmt(p.false_full, 11)}{_fmt(p.leave_out_full)}")
+        echo(f"{p.gate.full_relative_gap:>8.2f}{_fmt(p.full_precision, 10)}{_fmt(p.full_correct)}"
+             f"{_fmt(p.false_full, 11)}{_fmt(p.leave_out_full)}")
     header = (f"{'full prec':>10}{'full':>9}{'named':>9}{'false any':>10}{'lo full':>9}{'lo any':>9}"
               f"{'objective':>10}")
 
@@ -191,14 +190,14 @@ def _echo_trade_off(fitted) -> None:
                 f"{_fmt(p.false_any, 10)}{_fmt(p.leave_out_full)}{_fmt(p.leave_out_any)}"
                 f"{_fmt(p.objective_precision, 10)}")
 
-    click.echo(f"\nWith the chosen full gate, at floor {chosen.gate.floor:.2f}, by the hint's relative gap:")
-    click.echo(f"{'gap >=':>8}{header}")
+    echo(f"\nWith the chosen full gate, at floor {chosen.gate.floor:.2f}, by the hint's relative gap:")
+    echo(f"{'gap >=':>8}{header}")
     for p in fitted.floor_table()[::10]:
-        click.echo(row(p.gate.min_relative_gap, p))
-    click.echo(f"\nAt hint relative gap {chosen.gate.min_relative_gap:.2f}, by similarity floor:")
-    click.echo(f"{'floor':>8}{header}")
+        echo(row(p.gate.min_relative_gap, p))
+    echo(f"\nAt hint relative gap {chosen.gate.min_relative_gap:.2f}, by similarity floor:")
+    echo(f"{'floor':>8}{header}")
     for p in fitted.gap_table()[::2]:
-        click.echo(row(p.gate.floor, p))
-    click.echo("\n'full': right skill injected whole; 'named': whole or in a hint; 'lo': leave-out copies (each "
-               "message without its right skills); 'objective': precision of any injection counting those, which "
-               "--min-precision applies to\n")
+        echo(row(p.gate.floor, p))
+    echo("\n'full': right skill injected whole; 'named': whole or in a hint; 'lo': leave-out copies (each "
+         "message without its right skills); 'objective': precision of any injection counting those, which "
+         "--min-precision applies to\n")

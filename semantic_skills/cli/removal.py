@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
-import click
-
-from .app import json_option, main
+from .app import echo, echo_json, json_option, main
 
 
 @main.command()
@@ -25,9 +21,9 @@ def uninstall(as_json):
 
     steps = removal_steps()
     if as_json:
-        click.echo(json.dumps([{"command": s.command, "removes": s.removes} for s in steps], ensure_ascii=False))
+        echo_json([{"command": s.command, "removes": s.removes} for s in steps])
         return
-    click.echo("# Nothing has been removed. These commands remove semantic-skills; run them in this order:")
+    echo("# Nothing has been removed. These commands remove semantic-skills; run them in this order:")
     for step in steps:
-        click.echo(f"{step.command}    # {step.removes}")
-    click.echo("# Then restart a running gateway (hermes gateway restart), which still has the plugin loaded.")
+        echo(f"{step.command}    # {step.removes}")
+    echo("# Then restart a running gateway (hermes gateway restart), which still has the plugin loaded.")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import SemanticSkillsError
+from ..errors import SemanticSkillsError, command
 from ..gates import FULL
 from . import defaults
-from .app import index_options, json_option, main
+from .app import echo, echo_json, index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 SCORE_WORDS = ("score ranks the skills: the similarity plus a small bonus for words and names the message "
@@ -33,16 +33,16 @@ def search(query, k, platform, index_dir, backend, model, as_json):
     router = defaults.open_router(index_dir, backend, model)
     results = router.search(query, k=k, exclude=defaults.disabled_skill_names(platform))
     if as_json:
-        click.echo(json.dumps([c.as_dict() for c in results], ensure_ascii=False))
+        echo_json([c.as_dict() for c in results])
         return
+    if not router.manifest.skills:
+        echo(f"the index in {router.index_dir} holds no skills: add SKILL.md files and run `{command('build')}`")
     for rank, c in enumerate(results, 1):
-        click.echo(f"{rank:>2}. {c.score:.3f}  {c.name}  {c.description[:100]}")
+        echo(f"{rank:>2}. {c.score:.3f}  {c.name}  {c.description[:100]}")
 
 
-def _decision_line(query, decision) -> str:
-    payload = {"query": query}
-    payload.update(decision.as_dict())
-    return json.dumps(payload, ensure_ascii=False)
+def _decision(query, decision) -> dict:
+    return {"query": query, **decision.as_dict()}
 
 
 def _what(decision) -> str:
@@ -69,12 +69,12 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
     if queries is None:
         decision = router.route(message, exclude=exclude)
         if as_json:
-            click.echo(_decision_line(message, decision))
+            echo_json(_decision(message, decision))
         elif decision.skill:
-            click.echo(f"{_what(decision)} (score {decision.score:.3f}): {decision.reason}")
-            click.echo(f"({SCORE_WORDS})")
+            echo(f"{_what(decision)} (score {decision.score:.3f}): {decision.reason}")
+            echo(f"({SCORE_WORDS})")
         else:
-            click.echo(f"inject nothing: {decision.reason}")
+            echo(f"inject nothing: {decision.reason}")
         return
     for number, line in enumerate(queries, 1):
         if not line.strip():
@@ -85,11 +85,10 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
             if not isinstance(query, str):
                 raise ValueError('no string "query" field')
         except (ValueError, KeyError) as exc:
-            click.echo(json.dumps({"query": None, "skill": None, "score": 0.0,
-                                   "reason": f"line {number}: invalid input ({exc})",
-                                   "candidates": []}))
+            echo_json({"query": None, "skill": None, "score": 0.0, "reason": f"line {number}: invalid input ({exc})",
+                      "candidates": []})
             continue
-        click.echo(_decision_line(query, router.route(query, exclude=exclude)))
+        echo_json(_decision(query, router.route(query, exclude=exclude)))
 
 
 @main.command()
@@ -112,24 +111,24 @@ def demo(show_chars):
     embedder = SentenceTransformerEmbedder()
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
         report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder)
-        click.echo(f"Built an index of {report.skills} example skills with {report.embedder} "
-                   f"in {report.seconds:.1f} s\n")
+        echo(f"Built an index of {report.skills} example skills with {report.embedder} "
+             f"in {report.seconds:.1f} s\n")
         router = SkillRouter.open(tmp, embedder=embedder)
         for message in messages:
             decision = router.route(message)
-            click.echo(f"> {message}")
+            echo(f"> {message}")
             if decision.skill is None:
                 best = decision.candidates[0] if decision.candidates else None
                 nearest = f"; nearest {best.name} at {best.score:.3f}" if best else ""
-                click.echo(f"  inject nothing ({decision.reason}{nearest})\n")
+                echo(f"  inject nothing ({decision.reason}{nearest})\n")
                 continue
-            click.echo(f"  {_what(decision)} (score {decision.score:.3f})")
+            echo(f"  {_what(decision)} (score {decision.score:.3f})")
             if decision.mode != FULL:
-                click.echo(f"  ({decision.reason})\n")
+                echo(f"  ({decision.reason})\n")
                 continue
             body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
             text = inject(message, skill_block(decision.skill.name, body).text)
             if show_chars:
                 more = len(text) - show_chars
                 preview = text if more <= 0 else text[:show_chars] + f"... [{more} more characters]"
-                click.echo("  " + preview.replace("\n", "\n  ") + "\n")
+                echo("  " + preview.replace("\n", "\n  ") + "\n")

@@ -6,13 +6,17 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..skills.discovery import discover_skills
-from ..skills.parsing import Skill
+from ..skills.names import NameConflict
+from ..skills.parsing import NAMING, Skill
 from .manifest import Manifest, SkillRecord
 
 
-def parsed_records(records: Iterable[SkillRecord]) -> dict[tuple[str, str], Skill]:
-    """``records`` as body-less skills keyed by ``(path, content hash)``, for discovery to reuse."""
-    return {(r.path, r.content_hash): r.to_skill() for r in records}
+def parsed_records(manifest: Manifest | None) -> dict[tuple[str, str], Skill]:
+    """The index's records as body-less skills keyed by ``(path, content hash)``, for discovery to reuse; none
+    when the index named its skills otherwise (another :data:`~semantic_skills.skills.parsing.NAMING`)."""
+    if manifest is None or manifest.naming != NAMING:
+        return {}
+    return {(r.path, r.content_hash): r.to_skill() for r in manifest.skills}
 
 
 @dataclass(frozen=True)
@@ -21,10 +25,12 @@ class IndexDiff:
 
     skills: list[Skill]
     records: dict[str, SkillRecord]
+    conflicts: tuple[NameConflict, ...] = ()  # skills on disk left out for their names
 
     @classmethod
-    def of(cls, skills: list[Skill], records: Iterable[SkillRecord]) -> "IndexDiff":
-        return cls(skills, {r.path: r for r in records})
+    def of(cls, skills: list[Skill], records: Iterable[SkillRecord],
+           conflicts: Iterable[NameConflict] = ()) -> "IndexDiff":
+        return cls(skills, {r.path: r for r in records}, tuple(conflicts))
 
     def added(self) -> list[Skill]:
         """On disk, not in the index."""
@@ -48,5 +54,5 @@ class IndexDiff:
 
 def diff_with_disk(manifest: Manifest) -> IndexDiff:
     """The skills now under the index's own roots against its records."""
-    found = discover_skills(manifest.skills_roots(), parsed_records(manifest.skills))
-    return IndexDiff.of(found.skills, manifest.skills)
+    found = discover_skills(manifest.skills_roots(), parsed_records(manifest))
+    return IndexDiff.of(found.skills, manifest.skills, found.conflicts)

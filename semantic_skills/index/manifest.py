@@ -95,6 +95,7 @@ class Manifest:
     router: dict = field(default_factory=dict)
     vectors_sha256: str = ""  # empty in indexes built before checksums were recorded
     root_kinds: dict[str, str] = field(default_factory=dict)  # root -> EXTERNAL or PROJECT; absent roots are local
+    naming: str = ""  # parsing.NAMING when built; older indexes named skills otherwise
 
     def as_dict(self) -> dict:
         return {
@@ -105,6 +106,7 @@ class Manifest:
             "document_text": self.recipe,
             "roots": self.roots,
             "root_kinds": self.root_kinds,
+            "naming": self.naming,
             "vectors": {"file": self.vectors_file, "rows": self.rows, "sha256": self.vectors_sha256},
             "router": self.router,
             "skills": [s.as_dict() for s in self.skills],
@@ -128,6 +130,7 @@ class Manifest:
             router=dict(data.get("router") or {}),
             vectors_sha256=str(vectors.get("sha256") or ""),
             root_kinds={str(k): str(v) for k, v in (data.get("root_kinds") or {}).items()},
+            naming=str(data.get("naming") or ""),
         )
 
     def skills_roots(self) -> list[SkillsRoot]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..files import read_regular_file
+from .names import Duplicate, NameConflict, Placed, resolve_names
 from .parsing import Skill, SkillFileError, parse_skill
 
 SKILL_FILENAME = "SKILL.md"
@@ -52,6 +53,12 @@ class SkillsRoot:
     def kind(self) -> str:
         return PROJECT if self.project else EXTERNAL if self.external else ""
 
+    @property
+    def tier(self) -> str:
+        """Its precedence tier in the agent: all project roots share one, all external roots another, and any
+        other root is a tier of its own."""
+        return self.kind or str(self.path)
+
 
 @dataclass(frozen=True)
 class SkippedFile:
@@ -61,22 +68,14 @@ class SkippedFile:
     reason: str
 
 
-@dataclass(frozen=True)
-class Duplicate:
-    """A skill name found twice; the ``kept`` file wins, ``dropped`` is ignored."""
-
-    name: str
-    kept: str
-    dropped: str
-
-
 @dataclass
 class Discovery:
-    """Everything discovery found: usable skills and what was left out."""
+    """Everything discovery found: the skills routed under their names, and what was left out."""
 
     skills: list[Skill] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     duplicates: list[Duplicate] = field(default_factory=list)
+    conflicts: list[NameConflict] = field(default_factory=list)
 
 
 def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> Iterator[Path]:
@@ -188,10 +187,7 @@ def _folder_to_search(entry: os.DirEntry, in_skill_dir: bool, real_root: Path,
 
 def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
     if path.is_symlink():
-        try:
-            target = path.resolve(strict=True)
-        except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
-            raise SkillFileError("broken or looping symlink") from None
+        target = real_path(path)
         if not target.is_relative_to(real_root):
             raise SkillFileError(f"symlink leads outside the skills root (to {target})")
     return read_skill_file(path)
@@ -200,25 +196,25 @@ def _read_skill_bytes(path: Path, real_root: Path) -> bytes:
 def read_skill_file(path: Path) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``MAX_SKILL_BYTES`` outside any quarantine.
 
-    Raises :class:`SkillFileError` (or ``OSError``) otherwise. The file is
-    opened without blocking, so a FIFO named SKILL.md cannot hang the caller,
-    and where it really lies is asked of the open file, so a link swapped
-    after the check cannot lead elsewhere.
+    Raises :class:`SkillFileError` (or ``OSError``, such as
+    :class:`~semantic_skills.files.NotRegularFile`) otherwise. Where the file
+    really lies is resolved and checked, then that very path is read without
+    following any link (``files.read_regular_file``'s exact read), so a folder
+    or link swapped after the check cannot lead into a quarantine; a FIFO named
+    SKILL.md cannot hang the caller.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    real = real_path(path)
+    if in_quarantine(real):
+        raise SkillFileError(f"lies in the hub's quarantine ({'/'.join(QUARANTINE)}), which is never indexed")
+    return read_regular_file(real, MAX_SKILL_BYTES, exact=True)
+
+
+def real_path(path: Path) -> Path:
+    """Where ``path`` really lies: every link on it followed (:class:`SkillFileError` for a broken or looping one)."""
     try:
-        if in_quarantine(_opened_path(fd, path)):
-            raise SkillFileError(f"lies in the hub's quarantine ({'/'.join(QUARANTINE)}), which is never indexed")
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SkillFileError("not a regular file")
-        if st.st_size > MAX_SKILL_BYTES:
-            raise SkillFileError(
-                f"file is {st.st_size // (1024 * 1024)} MB, over the {MAX_SKILL_BYTES // (1024 * 1024)} MB limit"
-            )
-        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
-    finally:
-        os.close(fd)
+        return Path(os.path.realpath(path, strict=True))
+    except (OSError, RuntimeError):  # Python < 3.13 raises RuntimeError on a loop
+        raise SkillFileError("broken or looping symlink") from None
 
 
 def in_quarantine(path: str | Path) -> bool:
@@ -227,30 +223,26 @@ def in_quarantine(path: str | Path) -> bool:
     return any(parts[i:i + len(QUARANTINE)] == QUARANTINE for i in range(len(parts)))
 
 
-def _opened_path(fd: int, path: Path) -> str:
-    """Where the file open as ``fd`` really lies (from /proc on Linux; else ``path`` resolved)."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return os.path.realpath(path)
-
-
 def discover_skills(
     roots: Iterable[SkillsRoot],
     reuse: dict[tuple[str, str], Skill] | None = None,
 ) -> Discovery:
-    """Find and parse every skill under ``roots``.
+    """Find and parse every skill under ``roots``, each routed under its name only if that name loads it.
 
-    Earlier roots win name clashes (local before external, as in the agent); the
-    losers are reported as duplicates. ``reuse`` maps ``(path, content_hash)``
-    to an already-parsed skill, which is returned as is instead of re-parsed.
+    Earlier roots win name clashes across tiers of roots (see
+    :mod:`~semantic_skills.skills.names`: as in the agent); the losers are
+    reported as duplicates, and names no skill or several answer to as
+    conflicts. ``reuse`` maps ``(path, content_hash)`` to an already-parsed
+    skill, which is returned as is instead of re-parsed.
     """
     found = Discovery()
-    by_name: dict[str, Skill] = {}
+    placed: list[Placed] = []
+    tiers: dict[str, int] = {}
     for root in roots:
         root_path = Path(root.path)
         if not root_path.is_dir():
             continue
+        tier = tiers.setdefault(root.tier, len(tiers))
         real_root = root_path.resolve()
         for path in iter_skill_files(root_path, found.skipped):
             try:
@@ -265,10 +257,6 @@ def discover_skills(
             except OSError as exc:
                 found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}"))
                 continue
-            kept = by_name.get(skill.name)
-            if kept is not None:
-                found.duplicates.append(Duplicate(skill.name, kept=kept.path, dropped=skill.path))
-                continue
-            by_name[skill.name] = skill
-            found.skills.append(skill)
+            placed.append(Placed(skill, tier, str(root_path)))
+    found.skills, found.duplicates, found.conflicts = resolve_names(placed)
     return found

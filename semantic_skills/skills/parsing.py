@@ -1,7 +1,8 @@
 """Parse one SKILL.md: YAML front matter (``name``, ``description``, ``platforms``...) and a markdown body.
 
 Imperfect files are tolerated: a BOM, CRLF line ends, bad bytes and invalid
-YAML each become a warning; only an empty or binary file is refused.
+YAML each become a warning; an empty or binary file is refused, and so is a
+name a reader would not read as written (see :func:`skill_name`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..glyphs import one_line
+from ..glyphs import misreading, one_line, visible
 
 MAX_FIELD_NODES = 10_000  # values read from one front matter field
 MAX_NAME_CHARS = 64  # the agent's own limits: it cuts names and descriptions to these lengths
@@ -53,14 +54,24 @@ class SkillFileError(ValueError):
     """A SKILL.md that cannot become a skill; the message is the reason."""
 
 
-def skill_name(raw: str) -> str:
-    """The one name a skill goes by in the index, its block and everything that recognises it.
+# How names are made (stored in the index: a parsed skill of an index made otherwise is read again).
+NAMING = "as written, or refused when a reader would misread them"
 
-    ``raw`` (its ``name:`` or folder name) is cut to ``MAX_NAME_CHARS`` as the
-    agent cuts it, then put on one line: no control, format or other invisible
-    characters (line breaks, bidi overrides, zero-width...), spaces collapsed.
+
+def skill_name(raw: str, source: str = "the name") -> str:
+    """The one name a skill goes by in the index, its block and everything that recognises it: ``raw`` (its
+    ``name:`` or folder name) cut to ``MAX_NAME_CHARS`` as the agent cuts it, and otherwise exactly as the agent
+    has it, so the name a block gives is the one the agent's ``skill_view`` loads.
+
+    Raises :class:`SkillFileError` (``source`` names it) when a reader would
+    not read it as written (:func:`glyphs.misreading`): a name with a
+    zero-width or other invisible character would pass for another skill's.
     """
-    return one_line(raw[:MAX_NAME_CHARS])
+    name = raw[:MAX_NAME_CHARS]
+    why = misreading(name)
+    if why:
+        raise SkillFileError(f'{source} "{visible(name)}" {why}')
+    return name
 
 
 def decode_skill_bytes(raw: bytes) -> tuple[str, list[str]]:
@@ -264,6 +275,31 @@ def _conditions(namespaces: list[tuple[str, dict]]) -> Conditions:
     return tuple(found)
 
 
+def _name(front: dict[str, Any], folder: str) -> str:
+    """The skill's name as the agent gives it: its ``name:`` as written, else its folder's name (see
+    :func:`skill_name`); a ``name:`` that is not text is refused, as the agent does not list it."""
+    if "name" not in front:
+        try:
+            return skill_name(folder, "its folder's name")
+        except SkillFileError as exc:
+            raise SkillFileError(f"{exc}: rename the folder, or give the skill a name: line") from None
+    value = front["name"]
+    if not isinstance(value, str):
+        raise SkillFileError(f"its name: is {_kind(value)}, not text, so the agent does not list it: write it in "
+                             "quotes, or remove the line to go by the folder's name")
+    try:
+        return skill_name(value, "its name:")
+    except SkillFileError as exc:
+        raise SkillFileError(f"{exc}: write the name with visible characters and single spaces only") from None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "empty"
+    kinds = ((bool, "true or false"), ((int, float), "a number"), (dict, "a mapping"), (list, "a list"))
+    return next((kind for types, kind in kinds if isinstance(value, types)), f"a {type(value).__name__}")
+
+
 def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> Skill:
     """Parse one SKILL.md's bytes into a :class:`Skill`; raises :class:`SkillFileError`."""
     text, warnings = decode_skill_bytes(raw)
@@ -278,9 +314,7 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         front, yaml_warnings = parse_front_matter(block)
         warnings.extend(yaml_warnings)
     folder = path.parent.name
-    name = skill_name(_text_value(front.get("name"))) or skill_name(folder)
-    if not name:
-        raise SkillFileError("no name: neither its name: nor its folder's name has a visible character")
+    name = _name(front, folder)
     description = _description(_text_value(front.get("description"))) or _description(first_paragraph(body))
     try:
         relative = path.parent.relative_to(root)

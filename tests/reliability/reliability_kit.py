@@ -225,9 +225,9 @@ def refuse_unreadable_paths(monkeypatch) -> None:
     if os.geteuid() != 0:
         return
 
-    def check(path) -> None:
+    def check(path, dir_fd) -> None:
         try:
-            mode = os.stat(path).st_mode
+            mode = os.stat(path, dir_fd=dir_fd).st_mode
         except (OSError, TypeError, ValueError):
             return
         if not stat.S_IMODE(mode) & 0o444:
@@ -236,7 +236,7 @@ def refuse_unreadable_paths(monkeypatch) -> None:
     def guarded(real):
         def call(path, *args, **kwargs):
             if not isinstance(path, int):
-                check(path)
+                check(path, kwargs.get("dir_fd"))  # a name opened inside a folder opened before
             return real(path, *args, **kwargs)
 
         return call

@@ -103,13 +103,13 @@ GOOD_BUT_ODD = {
                              '---\nname: surrogate-escape\ndescription: "bad \\ud800 escape"\n---\nx\n', None),
     "odd/not-a-mapping": ("not-a-mapping", "---\n- just\n- a list\n---\nA skill whose front matter is a list.\n",
                           "not a mapping"),
-    "odd/duplicate-a": ("duplicated-name", "---\nname: duplicated-name\ndescription: First of two\n---\nx\n", None),
 }
 
 
 def write_odd_skills(tree: Path) -> None:
     for rel, (_name, content, _warning) in GOOD_BUT_ODD.items():
         write_skill(tree, rel, content)
+    write_skill(tree, "odd/duplicate-a", "---\nname: duplicated-name\ndescription: First of two\n---\nx\n")
     write_skill(tree, "odd/duplicate-b", "---\nname: duplicated-name\ndescription: Second of two\n---\nx\n")
     ten_mb = "---\nname: ten-megabytes\ndescription: Rotate nginx access logs with logrotate\n---\n"
     write_skill(tree, "odd/ten-megabytes", ten_mb + ("Rotate the logs daily and keep fourteen. " * 256_000))
@@ -167,8 +167,9 @@ def test_a_hostile_tree_builds_the_good_skills_reports_each_bad_one_and_routes(t
     for rel, (_name, _content, warning) in GOOD_BUT_ODD.items():
         if warning:
             assert any(folder == Path(rel).name and warning in text for folder, text in warnings), rel
-    assert [(d["name"], Path(d["dropped"]).parent.name) for d in report["duplicates"]] == [
-        ("duplicated-name", "duplicate-b")]
+    assert report["duplicates"] == []  # one root: the agent loads neither, so neither is routed
+    assert [[Path(path).parent.name for path in c["left_out"]] for c in report["conflicts"]] == [
+        ["duplicate-a", "duplicate-b"]]
 
     indexed = {r.name for r in read_manifest(tmp_path / "index").skills}
     examples = {p.parent.name for p in (EXAMPLES / "skills").rglob("SKILL.md")}

@@ -1,0 +1,123 @@
+"""The one bounded reader of regular files: what it refuses, and that it never blocks or reads past its bound."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+import pytest
+
+from semantic_skills.files import FileTooLarge, NotRegularFile, PathChanged, open_regular_file, read_regular_file
+
+
+def fifo(tmp_path):
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path
+
+
+def device(_tmp_path):
+    return "/dev/null"
+
+
+def unix_socket(tmp_path):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "socket"))
+    return tmp_path / "socket"
+
+
+def folder(tmp_path):
+    return tmp_path
+
+
+@pytest.mark.parametrize(("make", "kind"), [(fifo, "FIFO (named pipe)"), (device, "character device"),
+                                            (unix_socket, "socket"), (folder, "folder")])
+@pytest.mark.parametrize("exact", [False, True])
+def test_anything_but_a_regular_file_is_refused_saying_what_it_is_and_never_blocks(tmp_path, make, kind, exact):
+    path = os.path.realpath(make(tmp_path))
+    outcome = []
+    reader = threading.Thread(target=lambda: outcome.append(_refusal(path, exact)), daemon=True)
+    reader.start()
+    reader.join(10)
+
+    assert outcome, "the reader blocked"
+    assert isinstance(outcome[0], NotRegularFile) and outcome[0].kind == kind
+    assert str(outcome[0]) == f"a {kind}, not a regular file"
+
+
+def _refusal(path, exact: bool) -> Exception | None:
+    try:
+        read_regular_file(path, 1000, exact=exact)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def test_a_file_over_the_bound_is_refused_without_being_read(tmp_path, monkeypatch):
+    huge = tmp_path / "huge"
+    with open(huge, "wb") as fh:
+        fh.truncate(50 << 20)
+    with open(tmp_path / "just-over", "wb") as fh:
+        fh.truncate((32 << 20) + 1)
+    (tmp_path / "small").write_bytes(b"x" * 1025)
+    reads = []
+    real_fdopen = os.fdopen
+
+    class Watched:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def fileno(self):
+            return self.fh.fileno()
+
+        def read(self, size=-1):
+            reads.append(size)
+            return self.fh.read(size)
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: Watched(real_fdopen(fd, mode)))
+
+    with pytest.raises(FileTooLarge, match=r"^the file is 50 MB, over the limit of 32 MB$"):
+        read_regular_file(huge, 32 << 20)
+    with pytest.raises(FileTooLarge, match=r"^the file is 33554433 bytes, over the limit of 33554432 bytes$"):
+        read_regular_file(tmp_path / "just-over", 32 << 20)
+    with pytest.raises(FileTooLarge, match=r"^the file is 1.001 KB, over the limit of 1 KB$"):
+        read_regular_file(tmp_path / "small", 1024)
+    assert reads == []
+    assert read_regular_file(tmp_path / "small", 2000) == b"x" * 1025 and reads == [2001]
+
+
+def test_a_regular_file_within_the_bound_is_read_whole(tmp_path):
+    path = tmp_path / "skill"
+    text = b"---\nname: kite\n---\nBody.\n"
+    path.write_bytes(text)
+
+    assert read_regular_file(path, len(text)) == text
+    assert read_regular_file(path.resolve(), 1000, exact=True) == text
+    with pytest.raises(FileTooLarge):
+        read_regular_file(path, len(text) - 1)
+    with open_regular_file(path) as fh:
+        assert fh.read() == path.read_bytes()
+
+
+def test_an_exact_read_follows_no_link(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "file").write_text("inside")
+    (tmp_path / "linked-folder").symlink_to(real, target_is_directory=True)
+    (real / "linked-file").symlink_to(real / "file")
+    base = tmp_path.resolve()
+
+    with pytest.raises(PathChanged, match="its folder 'linked-folder' is now a symbolic link"):
+        read_regular_file(base / "linked-folder" / "file", 100, exact=True)
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_regular_file(base / "real" / "linked-file", 100, exact=True)
+    with pytest.raises(ValueError, match="absolute"):
+        read_regular_file("real/file", 100, exact=True)
+    assert read_regular_file(base / "linked-folder" / "file", 100) == b"inside"  # a plain read follows them
