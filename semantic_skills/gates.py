@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-FULL, HINT = "full", "hint"
+FULL = "full"  # the skill is injected with its body
+HINT = "hint"  # one or two skills are named, to load with skill_view
+MODES = (FULL, HINT)
 FLOOR = 0.30  # nothing below this similarity is ever injected, whatever a setting says
 # The default gate is what ``calibrate`` chooses, with its default precision targets below, on the metatool dev
 # set with the bundled model (docs/quality.md, "Graded injection").

@@ -44,7 +44,9 @@ def skills_roots() -> list[SkillsRoot]:
 
 def config_file() -> Path:
     """The Hermes home's ``config.yaml``, as a message names it: its real path."""
-    return _hermes_config().hermes_home() / "config.yaml"
+    from ..hermes.host.home import hermes_home
+
+    return hermes_home() / "config.yaml"
 
 
 def decision_record() -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from ..errors import ConfigError
-from ..files import file_stamp
+from ..files import file_stamp, read_regular_file
 from ..limits import DEFAULT_MAX_SKILL_CHARS
 from ..logs import logger
 from ..settings import EmbedderSettings, Settings, setting_name
@@ -241,8 +241,9 @@ def load_config(home: Path) -> dict:
 
     Cached on the file's stamp, so callers on a hot path pay a ``stat`` per
     call, not a YAML parse; an unchanged file gives the same dict object. No
-    content holds a caller up for long: the file is read only up to
-    :data:`MAX_CONFIG_BYTES` and parsed only if it nests at most
+    file and no content holds a caller up for long: only a regular file is
+    read (a FIFO at that path is refused, never waited on), only up to
+    :data:`MAX_CONFIG_BYTES`, and parsed only if it nests at most
     :data:`MAX_CONFIG_NESTING` brackets deep.
     """
     path = home / "config.yaml"
@@ -266,11 +267,7 @@ def load_config(home: Path) -> dict:
 
 
 def _parse_config(path: Path) -> dict:
-    with open(path, "rb") as handle:
-        raw = handle.read(MAX_CONFIG_BYTES + 1)
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ValueError(f"larger than {MAX_CONFIG_BYTES // 1024} KB")
-    text = raw.decode("utf-8", errors="replace")
+    text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8", errors="replace")
     if _bracket_depth(text) > MAX_CONFIG_NESTING:
         raise ValueError(f"nested more than {MAX_CONFIG_NESTING} brackets deep")
     import yaml

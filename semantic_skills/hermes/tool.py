@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..injection import cap_body
+from ..injection import cap_body, name_for_model, neutralise
 from ..limits import MAX_QUERY_CHARS
 from ..worker.protocol import DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, Reply
 from .budget import AGENT_ANSWER_TIMEOUT_SECONDS
@@ -60,7 +60,7 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
         if not reply.ok:
             found = search_by_words(rt, query, limit, offer)
             extra = {"matched": WORD_SEARCH, "note": _why_by_words(rt, reply)}
-        results = [_marked(result, offer.pinned) for result in found.get("results", [])]
+        results = [marked for result in found.get("results", []) if (marked := _marked(result, offer.pinned))]
         return json.dumps({"query": query, "results": results,
                            "best": _best(found.get("best"), settings.max_tool_chars, offer.pinned), **extra},
                           ensure_ascii=False)
@@ -92,11 +92,14 @@ def _why_by_words(rt: PluginRuntime, reply: Reply) -> str:
             "and descriptions")
 
 
-def _marked(result, pinned: frozenset[str]):
-    """A result, with ``already_loaded`` when the skill is pinned into the system prompt."""
-    if isinstance(result, dict) and result.get("name") in pinned:
-        return {**result, "already_loaded": True}
-    return result
+def _marked(result, pinned: frozenset[str]) -> dict | None:
+    """A result as the model reads it (its name and description escaped as a block's are), with
+    ``already_loaded`` when the skill is pinned into the system prompt; None for anything else."""
+    if not isinstance(result, dict) or not isinstance(result.get("name"), str):
+        return None
+    description = result.get("description") if isinstance(result.get("description"), str) else ""
+    marked = {**result, "name": name_for_model(result["name"]), "description": neutralise(description)}
+    return {**marked, "already_loaded": True} if result["name"] in pinned else marked
 
 
 def _best(best, max_chars: int, pinned: frozenset[str]) -> dict | None:
@@ -106,8 +109,8 @@ def _best(best, max_chars: int, pinned: frozenset[str]) -> dict | None:
         return None
     name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
     if name in pinned:
-        return {"name": name, "already_loaded": True, "content": PINNED_NOTE, "truncated": False}
-    return {"name": name, "content": cap_body(name, body, max_chars, omitted),
+        return {"name": name_for_model(name), "already_loaded": True, "content": PINNED_NOTE, "truncated": False}
+    return {"name": name_for_model(name), "content": cap_body(name, neutralise(body), max_chars, omitted),
             "truncated": len(body) + omitted > max_chars}
 
 

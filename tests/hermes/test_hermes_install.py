@@ -120,7 +120,8 @@ def test_an_update_runs_from_the_next_start_and_doctor_names_a_dependency_it_add
     assert user.run(PLUGIN, "--version").stdout.strip() == "semantic-skills, version 0.1.0"
     version_file, pyproject = source / "semantic_skills" / "__init__.py", source / "pyproject.toml"
     version_file.write_text(version_file.read_text().replace('__version__ = "0.1.0"', '__version__ = "0.2.0"'))
-    pyproject.write_text(pyproject.read_text().replace('"click>=8.1",', f'"click>=8.1", "{NEW_PACKAGE}>=1.0",'))
+    added = f'"click>=8.1,<9", "{NEW_PACKAGE}>=1.0,<2",'
+    pyproject.write_text(pyproject.read_text().replace('"click>=8.1,<9",', added))
     git(source, "commit", "-qam", "release 0.2.0: a new dependency")
 
     updated = user.run("plugins", "update", PLUGIN)

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from semantic_skills.files import FileTooLarge
+
 from hermes_testkit import Gateway
 from reliability_kit import WORKER_READY_SECONDS, agent_context, make_home, plugin_loaded
 
@@ -125,5 +127,5 @@ def test_an_oversized_config_yaml_holds_up_no_register_and_the_plugin_routes_on_
 
     assert timed_register and timed_register[0] < REGISTER_SECONDS, timed_register
     assert [r.getMessage() for r in caplog.records if "cannot use" in r.getMessage()] == [
-        f"semantic-skills: cannot use {config} (ValueError: larger than 256 KB); the plugin runs on its default "
-        "settings until the file changes"]
+        f"semantic-skills: cannot use {config} (FileTooLarge: {FileTooLarge(config.stat().st_size, 256 * 1024)}); "
+        "the plugin runs on its default settings until the file changes"]

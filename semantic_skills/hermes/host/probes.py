@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from .home import hermes_home
 from .limits import DEFAULT_HOOK_TIMEOUT_SECONDS, hook_output_spill, hook_timeout_is_known, host_hook_timeout
 from .lookup import attribute, hermes_function, module, parameters, valid_hooks
 
@@ -65,9 +66,7 @@ def probe(load_gateway: bool) -> list[Capability]:
                                  "settings are read with ctx.get_config (plugins.entries.semantic-skills.settings)",
                                  "no ctx.get_config: settings are read from config.yaml "
                                  "(plugins.entries.semantic-skills.settings)")),
-        (PROFILE_HOME, _present("hermes_constants", ("get_hermes_home",),
-                                "hermes_constants.get_hermes_home() gives each call's profile home",
-                                "no hermes_constants.get_hermes_home: the home is $HERMES_HOME, else ~/.hermes")),
+        (PROFILE_HOME, _profile_home),
         (HOOK_OUTPUT_CAP, _hook_output_cap),
         (HOOK_TIME_LIMIT, _hook_time_limit),
         (SKILL_CONDITIONS, _skill_conditions),
@@ -123,6 +122,13 @@ def _skills_prompt() -> tuple[bool, str]:
         return False, ("no llm_request middleware: Hermes' own skills listing stays in the system prompt (skills "
                        "are still injected into messages)")
     return True, "llm_request middleware: each request carries the compact skills section in place of the listing"
+
+
+def _profile_home() -> tuple[bool, str]:
+    if hermes_function("hermes_constants", "get_hermes_home"):
+        return True, "hermes_constants.get_hermes_home() gives each call's profile home"
+    return False, (f"no hermes_constants.get_hermes_home: every call uses {hermes_home()} (the HERMES_HOME "
+                   "variable, else ~/.hermes)")
 
 
 def _gateway_runner():

@@ -10,7 +10,8 @@ no more weight than one the plugin added).
 
 from __future__ import annotations
 
-from ...injection import FULL, HINT, OPEN_TAG
+from ...gates import FULL, HINT
+from ...injection import OPEN_TAG
 
 COMPACT, LISTING = "compact", "full"  # the prompt_mode values: the stub, or Hermes' own listing
 PROMPT_MODES = (COMPACT, LISTING)

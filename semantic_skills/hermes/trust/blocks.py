@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ...injection import FULL, HINT, SkillBlock, hint_block, skill_block
+from ...gates import FULL, HINT
+from ...injection import SkillBlock, hint_block, skill_block
 from .store import TrustStore
 
 

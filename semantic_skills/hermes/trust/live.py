@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from ...injection import FULL, HINT, SkillBlock, block_digest, candidate_blocks
+from ...gates import FULL, HINT
+from ...injection import SkillBlock, block_digest, candidate_blocks
 from .ledger import BlockLedger
 
 LIVE_ROLES = ("user", "assistant")  # the roles whose api_content Hermes sends in place of content

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...injection import MODES
+from ...files import FileTooLarge, NotRegularFile, read_regular_file
+from ...gates import MODES
 from .chats import MAX_KEY_CHARS, MAX_LIVE_PER_CHAT, ChatRecord
 from .ledger import LedgerRow
 
@@ -39,18 +39,14 @@ class Snapshot:
 
 
 def read_state(path: Path, ttl_seconds: float, now: float) -> Snapshot:
-    """The file's content (chats idle over ``ttl_seconds`` left out); raises ``OSError`` when it cannot be read,
-    :class:`OldFormat` or :class:`DamagedFile`."""
-    return parse_state(_read_capped(path), ttl_seconds, now)
-
-
-def _read_capped(path: Path) -> bytes:
-    """The file's bytes, refusing one over :data:`MAX_FILE_BYTES` without reading it."""
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > MAX_FILE_BYTES:
-            raise DamagedFile(f"{size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit")
-        return handle.read(MAX_FILE_BYTES + 1)
+    """The file's content (chats idle over ``ttl_seconds`` left out); raises :class:`OldFormat`,
+    :class:`DamagedFile` (over :data:`MAX_FILE_BYTES`, not a regular file, or not what this module writes) or
+    ``OSError`` when it cannot be read."""
+    try:
+        raw = read_regular_file(path, MAX_FILE_BYTES)
+    except (NotRegularFile, FileTooLarge) as exc:
+        raise DamagedFile(str(exc)) from None
+    return parse_state(raw, ttl_seconds, now)
 
 
 def parse_state(raw: bytes, ttl_seconds: float, now: float) -> Snapshot:
