@@ -376,8 +376,8 @@ def test_errors_are_one_line_on_stderr_with_a_non_zero_exit(error_cases, case):
 def test_a_reader_that_closes_the_pipe_early_ends_every_command_quietly(tmp_path, reader):
     """``semantic-skills history | head -12``: the closed pipe ends the command with status 1 and nothing on stderr
     (no error line, no traceback), whichever write meets it."""
-    for n in range(300):  # a build with a long report: 300 lines of skipped files
-        write_skill(tmp_path / "skills", f"broken-{n:03d}", b"")
+    for n in range(2000):  # a build whose report of skipped files (over 130 KB) outgrows the pipe's 64 KB buffer
+        write_skill(tmp_path / "skills", f"broken-{n:04d}", b"")
     commands = [["build", "--skills-dir", tmp_path / "skills", "--index-dir", tmp_path / "index"], ["history"],
                 ["status", "--index-dir", tmp_path / "index"], ["--version"]]
     for command in commands:

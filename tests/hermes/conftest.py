@@ -9,6 +9,8 @@ worker: each model load costs seconds.
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as AnswerTimeout
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,25 @@ def routing_requests(runtime, monkeypatch) -> list[tuple]:
 
     monkeypatch.setattr(runtime.client, "submit", counting_submit)
     return sent
+
+
+class _LateAnswer:
+    """A routing answer the gateway's event loop never gets in time: a wait of no time at all finds it missing,
+    however fast the worker was; any real wait (``pre_llm_call``'s) gets the worker's answer."""
+
+    def __init__(self, answer: Future):
+        self._answer = answer
+
+    def result(self, timeout=None):
+        if timeout == 0:
+            raise AnswerTimeout()
+        return self._answer.result(timeout)
+
+
+@pytest.fixture()
+def late_gateway_answers(runtime, monkeypatch):
+    """Every routing answer misses the gateway loop's budget, so the agent-side hook finishes each message."""
+    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)
+    route_async = runtime.client.route_async
+    monkeypatch.setattr(runtime.client, "route_async",
+                        lambda *args, **kwargs: _LateAnswer(route_async(*args, **kwargs)))

@@ -211,8 +211,7 @@ def test_gateway_message_reaches_a_real_agent_with_its_skill_exactly_once(llm, g
     assert content.count("<skill-context") == 1
 
 
-def test_late_gateway_decision_reaches_a_real_agent_exactly_once(llm, gateway, runtime, monkeypatch):
-    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)  # the answer always misses the loop's budget
+def test_late_gateway_decision_reaches_a_real_agent_exactly_once(llm, gateway, late_gateway_answers):
     start = len(llm.chat_requests())
 
     def run_real_agent(event, source, session_id):

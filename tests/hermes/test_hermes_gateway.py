@@ -151,8 +151,7 @@ def test_a_failing_hook_leaves_the_message_intact_and_logs_once(gateway, runtime
         "semantic-skills: pre_gateway_dispatch", "semantic-skills: pre_llm_call"}
 
 
-def test_late_decision_arrives_through_pre_llm_call_exactly_once(gateway, runtime, monkeypatch):
-    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)
+def test_late_decision_arrives_through_pre_llm_call_exactly_once(gateway, late_gateway_answers):
     user = gateway.new_user()
 
     late = gateway.send(DOCKER, user)

@@ -63,8 +63,7 @@ def test_each_routed_gateway_message_is_recorded_once_by_the_hook_that_decided_i
     assert not any(text in kept for text in (DOCKER, DOCKER_AGAIN, CLOSE_CALL, UNMATCHED))
 
 
-def test_a_late_answer_is_recorded_once_by_pre_llm_call_with_the_time_it_took(gateway, recorded, runtime, monkeypatch):
-    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)
+def test_a_late_answer_is_recorded_once_by_pre_llm_call_with_the_time_it_took(gateway, recorded, late_gateway_answers):
     user = gateway.new_user()
 
     late = gateway.send(DOCKER, user)
@@ -77,11 +76,10 @@ def test_a_late_answer_is_recorded_once_by_pre_llm_call_with_the_time_it_took(ga
     assert all(0 < e.latency_ms < 10_000 for e in entries)
 
 
-def test_gateway_messages_one_model_call_takes_together_are_each_recorded_once(gateway, recorded, runtime,
-                                                                              plugin_manager, monkeypatch):
+def test_gateway_messages_one_model_call_takes_together_are_each_recorded_once(gateway, recorded, plugin_manager,
+                                                                              late_gateway_answers):
     """Two messages left open by the gateway hook, then one agent turn carrying both: the first gets the turn's
     one skill block, the second is recorded as not decided, with why."""
-    monkeypatch.setattr(runtime, "route_timeout", lambda: 0.0)
     user = gateway.new_user()
     for text in (DOCKER, PDF):
         plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event(text, user), gateway=gateway.runner,
