@@ -157,3 +157,21 @@ def test_only_the_trust_package_grants_trust():
 
     assert f"{TRUST}.blocks" in granting  # the control: the check sees the one grant of a produced block
     assert [name for name in granting if not name.startswith(TRUST + ".")] == []
+
+
+def test_every_hermes_module_the_host_asks_is_listed_with_why_in_the_architecture_page():
+    modules, page = hermes_modules(), (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = {ref.strip("'") for path in (PACKAGE / "hermes" / "host").glob("*.py")
+             for ref in hermes_references(path, modules) if ref.startswith("'")}
+    named |= {module for path in (PACKAGE / "hermes" / "host").glob("*.py")
+              for module in _module_constants(path) if module in modules}
+
+    assert "agent.skill_utils" in named  # the control: the host's module constants are read
+    assert sorted(module for module in named if f"`{module}" not in page) == []
+
+
+def _module_constants(path: Path) -> set[str]:
+    """The string constants a module binds at its top (``SKILL_UTILS = "agent.skill_utils"``)."""
+    return {node.value.value for node in ast.parse(path.read_text(encoding="utf-8")).body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)}
