@@ -319,3 +319,21 @@ def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps
     assert '<skill-context name="pdf-to-markdown"' in last_user_content(next_session)
     warned = [r.getMessage() for r in caplog.records if "Hermes' own skills listing" in r.getMessage()]
     assert len(warned) == 1 and "hermes semantic-skills build" in warned[0]
+
+
+def test_the_stub_keeps_hermes_prompt_cache_markers_and_parts_as_they_were(llm, runtime):
+    """With prompt caching on (as Hermes does for Claude routes), Hermes marks the system message's parts with
+    cache_control before the middleware runs; the stub goes into the part that held the listing, and the
+    parts, their markers and the rest of the request reach the model as Hermes built them."""
+    start = len(llm.chat_requests())
+    agent = make_agent(llm, "cached-session")
+    agent._use_prompt_caching = True  # what Hermes decides itself for a provider that caches
+    history = agent.run_conversation(DOCKER)["messages"]
+    agent.run_conversation("thanks!", conversation_history=history)
+
+    systems = [request["messages"][0]["content"] for request in llm.chat_requests()[start:]]
+    assert len(systems) == 2 and systems[0] == systems[1]  # the same bytes on every turn
+    parts = systems[0]
+    assert isinstance(parts, list) and all(part.get("cache_control") for part in parts)
+    text = "".join(part["text"] for part in parts)
+    assert COMPACT_SKILLS_PROMPT in text and "<available_skills>" not in text
