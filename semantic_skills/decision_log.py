@@ -34,12 +34,13 @@ from .decision_entry import (  # noqa: F401 - the record's names, importable fro
     UNANSWERED,
     DecisionEntry,
 )
-from .files import open_regular_file, refuse_unless_regular
+from .files import open_regular_file, refuse_unless_regular, set_aside, special_kind, tighten
 from .logs import OnceLogger
 
 MAX_LINE_BYTES = 64 * 1024
 QUEUE_LIMIT = 2_048       # entries waiting for the writer; older ones are dropped beyond it
 WRITE_BATCH = 32
+RECORD_MODE = 0o600  # it may hold message text: its owner reads it, no one else
 
 Pending = DecisionEntry | Callable[[], DecisionEntry]  # what DecisionLog.append takes
 
@@ -154,7 +155,9 @@ class DecisionLog:
             return
         self._close_file()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
+        for file in (self.path, previous_generation(self.path)):
+            self._check_generation(file)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, RECORD_MODE)
         try:
             info = os.fstat(fd)
             refuse_unless_regular(info.st_mode)
@@ -164,6 +167,20 @@ class DecisionLog:
             os.close(fd)
             raise
         self._fd, self._size = fd, os.fstat(fd).st_size
+
+    def _check_generation(self, file: Path) -> None:
+        """A generation of the record is a regular file its owner alone reads (an earlier release's is made so);
+        a FIFO, socket or device in its place (never opened) is moved aside to ``NAME.damaged``, said once, and
+        the record starts afresh."""
+        kind = special_kind(file)
+        if kind is None:
+            tighten(file, RECORD_MODE)
+            return
+        try:
+            done = f"moved it to {set_aside(file).name}; decisions are recorded afresh"
+        except OSError as exc:
+            done = f"could not move it aside ({exc.strerror or exc}); decisions go unrecorded until it can"
+        self._log_once(logging.WARNING, f"the decision record {file} is a {kind}, not a regular file; {done}")
 
     def _rotate(self) -> None:
         if _same_file(self._fd, self.path):  # else another process rotated it a moment ago
