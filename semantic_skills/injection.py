@@ -99,11 +99,13 @@ def _clean_cut(text: str, room: int) -> int:
 
 @dataclass(frozen=True)
 class SkillBlock:
-    """One block: its exact text, its mode, and the skills it names (the first is the one in its tag)."""
+    """One block: its exact text, its mode, and the skills it names (the first is the one in its tag); a host
+    that knows which version of each skill the block carries sets ``versions`` (one per name)."""
 
     text: str
     mode: str
     names: tuple[str, ...]
+    versions: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:

@@ -46,7 +46,7 @@ from .host.gateway import authorized, awaiting_answer
 from .host.session import peek_session_id, session_key
 from .runtime import PluginRuntime
 from .trust import blocks
-from .trust.live import Live, LiveContext, add_block, covered
+from .trust.live import Live, LiveContext, add_block, block_keys, covered
 from .turns import GatewayTurn, TurnState
 
 SKILL_MANAGE = "skill_manage"
@@ -159,16 +159,16 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
     context: SkillBlock | None = None
     for turn in turns:
         if turn.state == TurnState.REWRITTEN and turn.block.text in user_message:
-            add_block(have, turn.block.mode, turn.block.names)  # the rewrite reached the agent as it was
+            add_block(have, turn.block.mode, block_keys(turn.block))  # the rewrite reached the agent as it was
             continue
         if context is not None:
             _record_unfinished(rt, turn)
             continue
         context = _late_block(rt, turn, have, deadline)
         if context is not None:
-            add_block(have, context.mode, context.names)
-    for name, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
-        add_block(have, mode, (name,))
+            add_block(have, context.mode, block_keys(context))
+    for key, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
+        add_block(have, mode, (key,))
     for key in {turn.session_key for turn in turns}:
         rt.trust.confirm(key, session_id, have)
     return {"context": context.text} if context is not None else None

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
 from semantic_skills.hermes import runtime as runtime_module
-from semantic_skills.injection import NOTE_FULL, skill_block
+from semantic_skills.injection import NOTE_FULL, SkillBlock, block_digest, skill_block
 from semantic_skills.skills.parsing import strip_front_matter
 
 from hermes_testkit import EXAMPLE_SKILLS
@@ -165,14 +166,18 @@ def test_late_decision_arrives_through_pre_llm_call_exactly_once(gateway, runtim
 
 def test_what_a_chat_holds_survives_a_clean_gateway_restart(gateway, runtime, hermes_home):
     user = gateway.new_user()
-    assert gateway.send(DOCKER, user).text.startswith(OPENING)
+    first = gateway.send(DOCKER, user)
+    assert first.text.startswith(OPENING)
     key, session_id = gateway.session_key(user), gateway.session_id(user)
+    row = runtime.trust.ledger.get(block_digest(first.text[: -len(DOCKER) - 2]))
+    docker = SkillBlock(first.text[: -len(DOCKER) - 2], row.mode, row.names, row.versions)
     runtime.trust.flush(clean=True)  # what a gateway that stops saves
 
     restarted = runtime_module.PluginRuntime(hermes_home.path)  # what the next gateway process builds
     try:
         assert restarted.trust.wait_loaded(10)
-        assert not restarted.trust.claim_rewrite(key, session_id, skill_block(DOCKER_SKILL, "any version"))
+        assert not restarted.trust.claim_rewrite(key, session_id, docker)
+        assert restarted.trust.claim_rewrite(key, session_id, replace(docker, versions=("edited since",)))
         assert restarted.trust.claim_rewrite(key, session_id, skill_block("pdf-to-markdown", "another skill"))
     finally:
         restarted.close()

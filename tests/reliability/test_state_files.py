@@ -30,11 +30,11 @@ REGISTER_SECONDS = 1.0  # Hermes 0.21 skips a plugin whose register() takes plug
 
 DAMAGED = {
     "200,000 open brackets": b"[" * 200_000,
-    "a 400-digit timestamp": (b'{"version": 2, "clean": true, "blocks": [], "chats": [["agent:main:whatsapp:dm:1", '
-                              b'"s1", ' + b"9" * 400 + b", {}]]}"),
-    "61 MB": b'{"version": 2, "clean": true, "chats": [], "blocks": [], "pad": "' + b"x" * (61 * 1024 * 1024) + b'"}',
+    "a 400-digit timestamp": (b'{"version": 3, "clean": true, "blocks": [], "chats": [["agent:main:whatsapp:dm:1", '
+                              b'"s1", ' + b"9" * 400 + b", []]]}"),
+    "61 MB": b'{"version": 3, "clean": true, "chats": [], "blocks": [], "pad": "' + b"x" * (61 * 1024 * 1024) + b'"}',
     "binary garbage": random.Random(18).randbytes(64 * 1024),
-    "wrong types": b'{"version": 2, "clean": "yes", "chats": {"a": 1}, "blocks": 7}',
+    "wrong types": b'{"version": 3, "clean": "yes", "chats": {"a": 1}, "blocks": 7}',
 }
 
 
@@ -81,7 +81,7 @@ def test_a_damaged_dedupe_file_is_set_aside_with_one_warning_and_the_plugin_rout
     assert aside.stat().st_size == len(DAMAGED[name]) and stat.S_IMODE(aside.stat().st_mode) == 0o600  # #27.7
     warnings = [r.getMessage() for r in caplog.records if "dedupe file" in r.getMessage()]
     assert len(warnings) == 1 and str(state) in warnings[0] and "moved it to dedupe.json.damaged" in warnings[0]
-    assert json.loads(state.read_bytes())["version"] == 2  # saved afresh when the plugin closed
+    assert json.loads(state.read_bytes())["version"] == 3  # saved afresh when the plugin closed
 
 
 CONFIG_DAMAGED = {

@@ -7,7 +7,11 @@ was confirmed for, refreshed by every ``pre_llm_call`` from the real history
 and by the gateway's own rewrites. The gateway rewrites a message only when the
 record is certain the skill is absent (:meth:`ChatRecords.claim_rewrite`);
 otherwise ``pre_llm_call`` decides against the history itself. Being keyed by
-the chat, a rotated session leaves no stale key behind.
+the chat, a rotated session leaves no stale key behind. A record holds the
+skills live in the chat's user messages, at their versions (see live.py):
+what the model's replies and tools add since the record was confirmed never
+changes what is live, so a record confirmed before the model's reply stays
+true after it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ...injection import SkillBlock
-from .live import Live, add_block, covered
+from .live import Live, add_block, block_keys, covered
 
 MAX_LIVE_PER_CHAT = 64  # skills remembered as live in one chat; pre_llm_call checks the real history anyway
 MAX_KEY_CHARS = 1024  # a chat key or session id kept as it is; a longer one is kept as its digest
@@ -83,7 +87,7 @@ class ChatRecords:
             if covered(live, block):
                 return False
             live = dict(live)
-            add_block(live, block.mode, block.names)
+            add_block(live, block.mode, block_keys(block))
             live = dict(list(live.items())[-MAX_LIVE_PER_CHAT:])
             self._put(key, ChatRecord(session_id, live, self._clock()))
         return True

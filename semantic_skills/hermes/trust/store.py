@@ -23,7 +23,7 @@ from typing import Callable
 from ...files import atomic_write, file_stamp, set_aside, tighten
 from ...logs import OnceLogger
 from .chats import ChatRecords
-from .ledger import MAX_BLOCKS, BlockLedger
+from .ledger import BlockLedger
 from .live import Live
 from .state_file import OldFormat, Snapshot, read_state, state_payload
 
@@ -139,7 +139,7 @@ class TrustStore:
         """The blocks earlier processes produced, under those this process produced since (which stay newest)."""
         newer = self.ledger.rows()
         for row in (*snapshot.blocks, *newer):
-            self.ledger.grant_row(*row)
+            self.ledger.grant_row(row)
 
     # ------------------------------------------------------------------ saving
 
@@ -162,10 +162,10 @@ class TrustStore:
             chats, clean_state = self.chats.rows(), clean
         else:
             chats, clean_state = on_disk.chats, on_disk.clean
-        ours = self.ledger.rows()
-        known = {row[0] for row in ours}
-        blocks = [row for row in on_disk.blocks if row[0] not in known] + ours
-        snapshot = Snapshot(clean_state, chats, blocks[-MAX_BLOCKS:])
+        merged = BlockLedger()  # the file's blocks under this process's, each skill at one version
+        for row in (*on_disk.blocks, *self.ledger.rows()):
+            merged.grant_row(row)
+        snapshot = Snapshot(clean_state, chats, merged.rows())
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, state_payload(snapshot.clean, snapshot.chats, snapshot.blocks), STATE_FILE_MODE)
