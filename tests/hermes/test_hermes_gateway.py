@@ -196,3 +196,43 @@ def test_after_new_the_skill_is_rewritten_in_at_once(gateway, plugin_manager):
 
     again = gateway.send(DOCKER_AGAIN, user)
     assert again.text.startswith(OPENING) and again.text.endswith(DOCKER_AGAIN) and again.context == ""
+
+
+PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
+
+
+def test_a_senders_group_chat_and_direct_chat_keep_their_turns_apart(gateway, runtime, plugin_manager):
+    """#27.12: the gateway hook files a turn per message, and the agent call that takes it must be the one of the
+    same chat. The same sender writes in a group and in their direct chat, and the group's agent run has not
+    started when the direct chat's does (Hermes runs chats apart): the direct chat's call took the group's turns
+    by sender and text, so it got the group's block, confirmed the group's record for its own session, and the
+    group's own call then added its block a second time. A turn is matched by its chat's session now."""
+    user, group = gateway.new_user(), f"group-{gateway.new_user()}"
+
+    def filed_in_the_group(text: str) -> str:
+        """The group's message through the gateway hook: what Hermes will hand the group's agent run."""
+        results = plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event(text, user, group),
+                                             gateway=gateway.runner, session_store=gateway.runner.session_store)
+        return next((r["text"] for r in results if isinstance(r, dict) and r.get("action") == "rewrite"), text)
+
+    group_docker, group_pdf = filed_in_the_group(DOCKER), filed_in_the_group(PDF)
+    assert group_docker.startswith(OPENING) and group_pdf.startswith('<skill-context name="pdf-to-markdown"')
+
+    direct = gateway.send(DOCKER, user)  # the same words in the sender's direct chat
+    path = gateway.send(f"/tmp/asked-in-the-group.txt says: {PDF}", user)  # unrouted; the group's words inside
+    assert direct.text.startswith(OPENING) and direct.context == ""
+    assert path.context == ""  # was: the group's pdf block
+
+    source = gateway.event("", user, group).source
+    group_session = gateway.runner.session_store.get_or_create_session(source).session_id  # the group's run starts
+    history: list[dict] = []
+    for text in (group_docker, group_pdf):
+        history.append({"role": "user", "content": text})
+        results = plugin_manager.invoke_hook("pre_llm_call", session_id=group_session, user_message=text,
+                                             platform="whatsapp", sender_id=user, conversation_history=list(history),
+                                             is_first_turn=len(history) == 1)
+        assert not [r for r in results if r], results  # its block is in its message: never a second copy
+        history.append({"role": "assistant", "content": "ok"})
+    records = dict(runtime.trust.chats.rows())
+    assert records[gateway.session_key(user, group)].session_id == group_session  # was the direct chat's session
+    assert records[gateway.session_key(user)].session_id == direct.session_id

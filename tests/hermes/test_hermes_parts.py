@@ -217,30 +217,71 @@ def test_the_current_message_is_found_after_compression_and_behind_hermes_notes(
 # --------------------------------------------------------------------------- turn ledger
 
 
-def turn(text: str, session_id: str | None = "s1", user: str = "u1",
-         state: TurnState = TurnState.DECIDED) -> GatewayTurn:
-    return GatewayTurn(platform="telegram", user_id=user, session_key="key", session_id=session_id, text=text,
-                       state=state)
+class Chats:
+    """The gateway's session store as the turn ledger asks it: session key -> the session the chat has now."""
+
+    def __init__(self, **sessions: str | None):
+        self.sessions = dict(sessions)
+
+    def now(self, key: str):
+        return lambda: self.sessions.get(key)
+
+
+def turn(text: str, session_id: str | None = "s1", user: str = "u1", state: TurnState = TurnState.DECIDED,
+         key: str = "key", chats: Chats | None = None) -> GatewayTurn:
+    return GatewayTurn(platform="telegram", user_id=user, session_key=key, session_id=session_id, text=text,
+                       state=state, session_now=chats.now(key) if chats else None)
 
 
 def test_agent_turn_takes_the_gateway_turns_its_message_contains():
+    chats = Chats(key=None)  # a brand-new chat: no session when its messages are filed
     ledger = TurnLedger()
-    ledger.record(turn("first question"))
-    ledger.record(turn("second question"))
+    ledger.record(turn("first question", session_id=None, chats=chats))
+    ledger.record(turn("second question", session_id=None, chats=chats))
+    chats.sessions["key"] = "s9"  # Hermes creates the session before the agent runs
 
     taken = ledger.take("telegram", "u1", "s9", "[Alice] first question")
     assert [t.text for t in taken] == ["first question"]
     assert ledger.is_gateway_session("s9")  # learnt from the agent side for brand-new sessions
-    assert ledger.take("telegram", "u1", "s9", "[Alice] first question") == []
+    assert [t.text for t in ledger.take("telegram", "u1", "s9", "[Alice] second question")] == ["second question"]
+    assert len(ledger) == 0
 
 
-def test_agent_turn_falls_back_to_the_session_and_never_takes_another_senders_turn():
+def test_agent_turn_falls_back_to_the_chats_command_and_never_takes_another_senders_turn():
+    chats = Chats(key="s1", other="s2")
     ledger = TurnLedger()
-    ledger.record(turn("/learn how we deploy", session_id="s1"))
-    ledger.record(turn("hello there", user="u2"))
+    ledger.record_command(turn("/learn how we deploy", chats=chats))
+    ledger.record(turn("hello there", session_id="s2", user="u2", key="other", chats=chats))
 
-    assert ledger.take("telegram", "u1", "s1", "A long prompt Hermes built from /learn")[0].session_id == "s1"
+    assert ledger.take("telegram", "u1", "s1", "A long prompt Hermes built from /learn")[0].text.startswith("/learn")
     assert ledger.take("telegram", "u1", "s1", "hello there") == []
+
+
+def test_a_turn_goes_only_to_the_agent_call_of_its_own_chat():
+    """#27.12: one sender, a direct chat and a group chat whose agent run has not started yet."""
+    chats = Chats(direct="s-direct", group=None)
+    ledger = TurnLedger()
+    ledger.record(turn("docker keeps restarting", session_id="s-direct", key="direct", chats=chats))
+    ledger.record(turn("docker keeps restarting", session_id=None, key="group", chats=chats))
+
+    assert [t.session_key for t in ledger.take("telegram", "u1", "s-direct", "docker keeps restarting")] == ["direct"]
+    assert ledger.take("telegram", "u1", "s-direct", "docker keeps restarting") == []
+    chats.sessions["group"] = "s-group"
+    assert [t.session_key for t in ledger.take("telegram", "u1", "s-group", "docker keeps restarting")] == ["group"]
+    ledger.record(turn("and the pdf", session_id=None, key="group", chats=Chats()))  # a store that cannot say
+    assert ledger.take("telegram", "u1", "s-new", "and the pdf", session_key="direct") == []  # the run's own key
+    assert [t.session_key for t in ledger.take("telegram", "u1", "s-new", "and the pdf", session_key="group")] == [
+        "group"]
+
+
+def test_commands_are_not_filed_as_turns():
+    """#27.13: a thousand commands Hermes answers itself leave one entry behind, the chat's latest."""
+    chats = Chats(key="s1")
+    ledger = TurnLedger()
+    for number in range(1024):
+        ledger.record_command(turn(f"/status {number}", chats=chats))
+    assert len(ledger) == 1
+    assert [t.text for t in ledger.take("telegram", "u1", "s1", "x" * 65_000)] == ["/status 1023"]
 
 
 def test_old_turns_expire():
