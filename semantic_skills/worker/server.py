@@ -153,7 +153,7 @@ class RoutingWorker:
             return answer
         named = [{"name": c.name, "description": c.description, "version": found and found["version"]}
                  for c, found in zip(decision.named, files)]
-        body = {"body": files[0]["body"], "omitted": files[0]["omitted"]} if decision.mode == FULL else {}
+        body = {key: files[0][key] for key in ("body", "omitted", "escaped")} if decision.mode == FULL else {}
         return {**answer, "skill": decision.skill.name, "mode": decision.mode, "named": named,
                 "version": named[0]["version"], **body}
 
@@ -161,20 +161,27 @@ class RoutingWorker:
         found = router.search(text, k=limit, exclude=exclude, inactive_environments=inactive)
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         file = self._skill_file(found[0].path, router.manifest.roots) if found else None
-        best = {"name": found[0].name, "body": file["body"], "omitted": file["omitted"]} if file is not None else None
+        best = ({"name": found[0].name, **{key: file[key] for key in ("body", "omitted", "escaped")}}
+                if file is not None else None)
         return {"ok": True, "results": results, "best": best}
 
     def _skill_file(self, path: str, roots: list[str]) -> dict | None:
-        """``{"body", "omitted", "version"}`` of a SKILL.md named by the index, cached on the file's stamp.
+        """``{"body", "omitted", "escaped", "version"}`` of a SKILL.md named by the index, cached on the file's
+        stamp.
 
-        ``version`` fingerprints the file's bytes as read now (the first 32 hex
-        digits of their SHA-256): the version of the skill a block carries, so
-        that the host counts a block as live only while it is the current one.
+        ``body`` has every tag neutralised (``injection.neutralise``, the
+        block's own escaping; ``escaped`` says so): done here, once per version
+        of the file, so a host caps it and frames it without reading it for
+        tags again (on a hostile body of 200,000 characters that took a
+        gateway's event loop tens of milliseconds per message). ``version``
+        fingerprints the file's bytes as read now (the first 32 hex digits of
+        their SHA-256): the version of the skill a block carries, so that the
+        host counts a block as live only while it is the current one.
         Only a regular file that still lies inside one of the index's skills
         roots is read: a SKILL.md swapped after the build for a link to another
         file (or for a FIFO, which would block) gives None.
         """
-        from ..injection import skill_body
+        from ..injection import neutralise, skill_body
         from ..skills.discovery import read_skill_file
         from ..skills.parsing import SkillFileError
 
@@ -191,8 +198,8 @@ class RoutingWorker:
         except (OSError, SkillFileError):
             return None
         body = skill_body(raw.decode("utf-8", errors="replace"))
-        wire = {"body": body[:MAX_BODY_CHARS], "omitted": max(0, len(body) - MAX_BODY_CHARS),
-                "version": hashlib.sha256(raw).hexdigest()[:VERSION_CHARS]}
+        wire = {"body": neutralise(body[:MAX_BODY_CHARS]), "omitted": max(0, len(body) - MAX_BODY_CHARS),
+                "escaped": True, "version": hashlib.sha256(raw).hexdigest()[:VERSION_CHARS]}
         self._bodies[path] = (stamp, wire)
         if len(self._bodies) > BODY_CACHE_SIZE:
             self._bodies.popitem(last=False)

@@ -17,7 +17,9 @@ def issue(answer: dict | None, store: TrustStore, max_skill_chars: int,
 
     The same bytes on either path: a full block is capped at
     ``max_skill_chars`` and at ``block_limit`` (what Hermes passes on as hook
-    context unchanged), so it is never replaced by Hermes' preview. An answer
+    context unchanged), so it is never replaced by Hermes' preview. The
+    worker sends the body escaped (see worker.server), so making the block
+    only cuts and frames it: no tag search on the gateway's loop. An answer
     without a mode (an older worker) is a full one.
     """
     if answer is None:
@@ -29,7 +31,7 @@ def issue(answer: dict | None, store: TrustStore, max_skill_chars: int,
         versions = tuple(version for _name, _description, version in named[:len(block.names)])
     elif mode == FULL and isinstance(answer.get("body"), str):
         block = skill_block(answer["skill"], answer["body"], max_skill_chars, int(answer.get("omitted") or 0),
-                            block_limit)
+                            block_limit, escaped=answer.get("escaped") is True)
         versions = (_version(answer.get("version")),)
     else:
         return None
