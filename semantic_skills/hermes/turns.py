@@ -64,13 +64,14 @@ class TurnLedger:
     """Gateway turns waiting for their agent run, bounded by count and age."""
 
     def __init__(self, max_turns: int = 1024, ttl_seconds: float = 3600,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, max_commands: int = 256):
         self._turns: OrderedDict[int, GatewayTurn] = OrderedDict()
         self._commands: OrderedDict[str, GatewayTurn] = OrderedDict()  # session key -> the chat's latest command
         self._gateway_sessions: OrderedDict[str, str] = OrderedDict()  # agent session id -> its chat's key
         self._lock = threading.Lock()
         self._next = 0
         self._max_turns = max_turns
+        self._max_commands = max_commands  # chats whose latest command waits: a prompt built from it comes at once
         self._ttl = ttl_seconds
         self._clock = clock
 
@@ -129,6 +130,7 @@ class TurnLedger:
             return bool(session_id) and session_id in self._gateway_sessions
 
     def __len__(self) -> int:
+        """Turns and commands held, together."""
         with self._lock:
             return len(self._turns) + len(self._commands)
 
@@ -145,10 +147,10 @@ class TurnLedger:
 
     def _expire(self) -> None:
         cutoff = self._clock() - self._ttl
-        for turns in (self._turns, self._commands):
+        for turns, bound in ((self._turns, self._max_turns), (self._commands, self._max_commands)):
             while turns:
                 key, oldest = next(iter(turns.items()))
-                if len(turns) <= self._max_turns and oldest.created >= cutoff:
+                if len(turns) <= bound and oldest.created >= cutoff:
                     break
                 del turns[key]
 
