@@ -64,7 +64,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o666) -> None:
     """
     tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode), "wb") as fh:
+        with open(tmp, "wb", opener=lambda name, flags: os.open(name, flags, mode)) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

@@ -67,7 +67,7 @@ class TurnLedger:
                  clock: Callable[[], float] = time.monotonic, max_commands: int = 256):
         self._turns: OrderedDict[int, GatewayTurn] = OrderedDict()
         self._commands: OrderedDict[str, GatewayTurn] = OrderedDict()  # session key -> the chat's latest command
-        self._gateway_sessions: OrderedDict[str, str] = OrderedDict()  # agent session id -> its chat's key
+        self._gateway_sessions: OrderedDict[str, str | None] = OrderedDict()  # agent session -> its chat, if known
         self._lock = threading.Lock()
         self._next = 0
         self._max_turns = max_turns
@@ -120,8 +120,8 @@ class TurnLedger:
         with self._lock:
             taken = [t for n, t in chosen if self._turns.pop(n, None) is not None]
             taken += [t for k, t in command if self._commands.get(k) is t and self._commands.pop(k)]
-            if taken and session_id:
-                self._remember_session(session_id, taken[-1].session_key)
+            if taken and session_id:  # the chat a session belongs to, only as far as it is known
+                self._remember_session(session_id, taken[-1].session_key if chat.known else None)
         return taken
 
     def is_gateway_session(self, session_id: str | None) -> bool:
@@ -139,8 +139,8 @@ class TurnLedger:
             self._remember_session(turn.session_id, turn.session_key)
         self._expire()
 
-    def _remember_session(self, session_id: str, key: str) -> None:
-        self._gateway_sessions[session_id] = key
+    def _remember_session(self, session_id: str, key: str | None) -> None:
+        self._gateway_sessions[session_id] = key or self._gateway_sessions.get(session_id)
         self._gateway_sessions.move_to_end(session_id)
         while len(self._gateway_sessions) > 4 * self._max_turns:
             self._gateway_sessions.popitem(last=False)
