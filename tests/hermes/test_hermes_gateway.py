@@ -236,3 +236,26 @@ def test_a_senders_group_chat_and_direct_chat_keep_their_turns_apart(gateway, ru
     records = dict(runtime.trust.chats.rows())
     assert records[gateway.session_key(user, group)].session_id == group_session  # was the direct chat's session
     assert records[gateway.session_key(user)].session_id == direct.session_id
+
+
+def test_slash_commands_are_not_filed_as_turns_and_a_prompt_built_from_one_is_still_matched(gateway, runtime,
+                                                                                             plugin_manager):
+    """#27.13: 1,024 slash commands through the registered gateway hook (Hermes answers most itself, so no agent
+    call takes them) were 1,024 turns that each later call of the sender read against its message. Now the chat
+    keeps only its latest command; the agent run of a prompt Hermes builds from it still takes it, and so leaves
+    the prompt unrouted (the skill it names is Hermes' to load)."""
+    user = gateway.new_user()
+    held = len(runtime.turns)
+    for number in range(1024):
+        plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event(f"/status {number}", user),
+                                   gateway=gateway.runner, session_store=gateway.runner.session_store)
+    plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event("/docker-compose-debug fix my db", user),
+                               gateway=gateway.runner, session_store=gateway.runner.session_store)
+    assert len(runtime.turns) - held == 1  # was 1,025
+
+    session = gateway.runner.session_store.get_or_create_session(gateway.event("", user).source).session_id
+    prompt = f"[Skill docker-compose-debug loaded by the user]\n\n{DOCKER}\n\n" + "log line\n" * 6_000
+    results = plugin_manager.invoke_hook("pre_llm_call", session_id=session, user_message=prompt, platform="whatsapp",
+                                         sender_id=user, conversation_history=[{"role": "user", "content": prompt}],
+                                         is_first_turn=True)
+    assert not [r for r in results if r] and len(runtime.turns) == held  # taken, and nothing added to the prompt
