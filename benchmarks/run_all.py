@@ -45,6 +45,7 @@ def plan(args) -> list[list[str]]:
         ["scoring.py", *work, "--dev", str(args.dev)],
         ["embedder_speed.py", "--dev", str(args.dev), "--queries", queries],
         ["hook_latency.py", *data, *work, "--messages", messages],
+        ["gateway_loop_costs.py", "--messages", "20" if args.quick else "60"],
         ["build_speed.py", "--corpora", str(args.corpora), *work],
         ["batch_size.py", "--corpora", str(args.corpora), "--sizes", "16,64", "--rounds", "1"],
         ["embedder_footprint.py", "--dev", str(args.dev)],
@@ -216,11 +217,26 @@ def _cold_start(row: dict, load: str) -> list[tuple[str, str, str]]:
              "report")]
 
 
+def _gateway_loop_costs(row: dict, load: str) -> list[tuple[str, str, str]]:
+    lines = []
+    for chars in (16_000, 200_000):
+        block = row[f"block_max_skill_chars_{chars}"]
+        hook, issue = block["hook_ms"], block["issue_ms"]
+        lines.append((f"gateway hook, hostile 200,000-character skill, max_skill_chars {chars:,}",
+                      f"block {issue['p50']} / {issue['p99']} ms, hook {hook['p50']} / {hook['p99']} ms ({load})",
+                      "hook p99 < 25 ms"))
+    take = row["take_after_slash_commands"]["take_ms"]
+    lines.append(("turn ledger take after 1,024 slash commands, 65,000-character message",
+                  f"{take['p50']} / {take['p99']} ms ({load})", "< 1 ms"))
+    return lines
+
+
 SUMMARIES = {  # benchmark name -> its table lines
     "route_latency": _route_latency,
     "scoring": _scoring,
     "embedder_speed": _embedder_speed,
     "hook_latency": _hook_latency,
+    "gateway_loop_costs": _gateway_loop_costs,
     "full_build": _full_build,
     "noop_rebuild": _noop_rebuild,
     "one_change_rebuild": _one_change_rebuild,

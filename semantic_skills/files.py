@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 Stamp = tuple[int, int, int, int]
+DAMAGED_SUFFIX = ".damaged"  # what a file that cannot be used is moved aside to (see set_aside)
 
 _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # non-blocking: a FIFO that slipped past the check cannot hang
 _FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder to open in
@@ -52,17 +53,18 @@ def file_stamp(path: str | Path) -> Stamp | None:
     return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = 0o666) -> None:
     """Replace ``path`` with ``data`` at once: readers see the old file or the new one, never a part.
 
-    The data goes to a temp file beside ``path`` (``.NAME.<random>.tmp``),
-    flushed to disk, renamed over ``path``, and the folder flushed too. On an
-    error (a full disk raises ``OSError`` ENOSPC) the temp file goes and
-    ``path`` stays as it was.
+    The data goes to a temp file beside ``path`` (``.NAME.<random>.tmp``,
+    created with ``mode`` less the umask: 0o600 for a file only its owner may
+    read), flushed to disk, renamed over ``path``, and the folder flushed
+    too. On an error (a full disk raises ``OSError`` ENOSPC) the temp file
+    goes and ``path`` stays as it was.
     """
     tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     try:
-        with open(tmp, "wb") as fh:
+        with open(tmp, "wb", opener=lambda name, flags: os.open(name, flags, mode)) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -73,6 +75,42 @@ def atomic_write(path: Path, data: bytes) -> None:
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     _fsync_dir(path.parent)
+
+
+def set_aside(path: Path) -> Path:
+    """Move ``path``, whatever it is (a damaged file, a FIFO, a socket, a link to a device), to ``NAME.damaged``
+    beside it, readable by its owner only if it is a file, and return where; raises ``OSError`` when it cannot."""
+    aside = path.with_name(path.name + DAMAGED_SUFFIX)
+    os.replace(path, aside)
+    tighten(aside, 0o600)
+    return aside
+
+
+def tighten(path: Path, mode: int) -> None:
+    """Give the regular file at ``path`` (never a link's target) ``mode`` if it allows more; quietly nothing
+    when it is not there or cannot be changed."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & ~mode:
+            os.chmod(path, mode)
+    except OSError:
+        pass
+
+
+def special_kind(path: str | Path) -> str | None:
+    """What ``path`` is when it is a FIFO, a socket or a device (through any link), which no reader or writer of
+    regular files may open blindly; None for anything else, and when it does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    try:
+        refuse_unless_regular(mode)
+    except NotRegularFile as exc:
+        return exc.kind
+    return None
 
 
 def _fsync_dir(path: Path) -> None:

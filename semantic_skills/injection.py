@@ -99,11 +99,13 @@ def _clean_cut(text: str, room: int) -> int:
 
 @dataclass(frozen=True)
 class SkillBlock:
-    """One block: its exact text, its mode, and the skills it names (the first is the one in its tag)."""
+    """One block: its exact text, its mode, and the skills it names (the first is the one in its tag); a host
+    that knows which version of each skill the block carries sets ``versions`` (one per name)."""
 
     text: str
     mode: str
     names: tuple[str, ...]
+    versions: tuple[str, ...] = ()
 
     @property
     def digest(self) -> str:
@@ -115,19 +117,22 @@ def opening_tag(name: str, mode: str) -> str:
 
 
 def skill_block(name: str, body: str, max_chars: int = DEFAULT_MAX_SKILL_CHARS, omitted: int = 0,
-                max_block_chars: int | None = None) -> SkillBlock:
+                max_block_chars: int | None = None, escaped: bool = False) -> SkillBlock:
     """The full block for a skill's ``body`` (see :func:`skill_body`).
 
     The body, with its truncation note, takes at most ``max_chars``
     characters, and the whole block at most ``max_block_chars`` when given
-    (a host that refuses longer text).
+    (a host that refuses longer text). ``escaped``: ``body`` is already
+    :func:`neutralise`'s output for the whole body (a routing worker escapes
+    each skill once), so it is only cut; else what can be kept is escaped here.
     """
     head = f"{opening_tag(name, FULL)}\n{NOTE_FULL}\n\n"
     tail = f"\n{CLOSE_TAG}"
     if max_block_chars is not None:
         max_chars = min(max_chars, max_block_chars - len(head) - len(tail))
     readable = body[:max_chars]  # only what can be kept is read for tags: the work is bounded by the cap
-    capped = cap_body(name, neutralise(readable), max_chars, omitted + len(body) - len(readable))
+    kept = readable if escaped else neutralise(readable)  # cutting escaped text can open no tag
+    capped = cap_body(name, kept, max_chars, omitted + len(body) - len(readable))
     return SkillBlock(head + capped + tail, FULL, (name,))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -189,9 +190,13 @@ def test_an_unwritable_record_is_one_warning_and_never_an_error(tmp_path, caplog
             log.close()  # a FIFO would block a writer that opened it blindly
 
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 2 and all("cannot write the decision record" in w for w in warnings)
-    assert str(blocked / "decisions.jsonl") in warnings[0] and "not a regular file" in warnings[1]
-    assert read_record(fifo, 4_000_000).unreadable == [f"{fifo}: a FIFO (named pipe), not a regular file"]
+    assert len(warnings) == 2 and "cannot write the decision record" in warnings[0]
+    assert str(blocked / "decisions.jsonl") in warnings[0]
+    assert warnings[1] == (f"semantic-skills: the decision record {fifo} is a FIFO (named pipe), not a regular file; "
+                           "moved it to decisions.jsonl.damaged; decisions are recorded afresh")  # #27.4
+    assert len(read_record(fifo, 4_000_000).entries) == 3 and stat.S_IMODE(fifo.stat().st_mode) == 0o600
+    aside = fifo.with_name("decisions.jsonl.damaged")
+    assert read_record(aside, 4_000_000).unreadable == [f"{aside}: a FIFO (named pipe), not a regular file"]
 
 
 # --------------------------------------------------------------------------- threads, processes, a full disk

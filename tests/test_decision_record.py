@@ -197,5 +197,5 @@ def test_a_record_that_cannot_be_read_never_blocks_start(_isolated_hermes_home, 
         rt.close()
 
     assert [r.getMessage() for r in caplog.records] == [
-        f"semantic-skills: cannot write the decision record {path} (a FIFO (named pipe), not a regular file); "
-        "decisions go unrecorded until it can"]
+        f"semantic-skills: the decision record {path} is a FIFO (named pipe), not a regular file; moved it to "
+        "decisions.jsonl.damaged; decisions are recorded afresh"]

@@ -122,6 +122,10 @@ def test_a_block_holds_exactly_one_opening_and_one_closing_tag_as_the_probe_read
     block = block_for(body)
     assert skill_context_tags(block) == 2
     assert block.count(CLOSE_TAG) == 1 and block.rstrip("\n").endswith(CLOSE_TAG)
+    for cap in (40, 500):  # a body a worker escaped whole (#27.13), cut anywhere: no tag opens either
+        escaped = skill_block("beekeeping", neutralise(body), cap, escaped=True).text
+        assert skill_context_tags(escaped) == 2 and escaped.count(CLOSE_TAG) == 1
+    assert skill_block("beekeeping", neutralise(body), escaped=True).text == block  # whole, the same bytes
 
 
 @settings(max_examples=300, deadline=None)

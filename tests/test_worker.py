@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -91,7 +92,9 @@ def test_a_route_answer_carries_the_skill_its_score_and_its_whole_body(worker):
     assert answer["ok"] is True and answer["skill"] == "pdf-to-markdown" and answer["mode"] == "full"
     assert answer["body"] == skill_body(PDF_SKILL.read_text(encoding="utf-8")) and answer["omitted"] == 0
     description = parse_skill(PDF_SKILL.read_bytes(), PDF_SKILL, EXAMPLES / "skills").description
-    assert answer["named"] == [{"name": "pdf-to-markdown", "description": description}]
+    version = hashlib.sha256(PDF_SKILL.read_bytes()).hexdigest()[:32]  # the file as the worker reads it
+    assert answer["named"] == [{"name": "pdf-to-markdown", "description": description, "version": version}]
+    assert answer["version"] == version
     assert 0.30 <= answer["score"] <= 1.05 and "similarity" in answer["reason"]
 
 
@@ -100,7 +103,9 @@ def test_a_hint_answer_names_the_skills_with_their_descriptions_and_carries_no_b
 
     assert answer["ok"] is True and answer["mode"] == "hint" and "plausible" in answer["reason"]
     assert answer["skill"] == answer["named"][0]["name"] and 1 <= len(answer["named"]) <= 2
-    assert all(set(n) == {"name", "description"} and n["description"] for n in answer["named"])
+    assert all(set(n) == {"name", "description", "version"} and n["description"] and len(n["version"]) == 32
+               for n in answer["named"])
+    assert answer["version"] == answer["named"][0]["version"]
     assert "body" not in answer and "omitted" not in answer
 
 

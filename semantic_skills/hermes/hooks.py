@@ -43,10 +43,10 @@ from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, status_
 from . import record
 from .budget import AGENT_ANSWER_TIMEOUT_SECONDS, Deadline
 from .host.gateway import authorized, awaiting_answer
-from .host.session import peek_session_id, session_key
+from .host.session import current_session_key, peek_session_id, session_key, session_lookup
 from .runtime import PluginRuntime
 from .trust import blocks
-from .trust.live import Live, LiveContext, add_block, covered
+from .trust.live import Live, LiveContext, add_block, block_keys, covered
 from .turns import GatewayTurn, TurnState
 
 SKILL_MANAGE = "skill_manage"
@@ -66,7 +66,11 @@ def pre_gateway_dispatch(rt: PluginRuntime, event=None, gateway=None, session_st
     platform = getattr(getattr(source, "platform", None), "value", None) or ""
     turn = GatewayTurn(platform=platform, user_id=str(getattr(source, "user_id", None) or ""),
                        session_key=key, session_id=peek_session_id(session_store, key),
-                       text=text[:MAX_MESSAGE_CHARS], state=TurnState.DECIDED)  # all the worker sees; enough to match
+                       text=text[:MAX_MESSAGE_CHARS], state=TurnState.DECIDED,  # all the worker sees; enough to match
+                       session_now=session_lookup(session_store, key))
+    if _is_command(text):
+        rt.turns.record_command(turn)  # most never reach the agent; a prompt Hermes builds from one is matched
+        return None
     rewrite = _route_gateway_turn(rt, turn, text) if _wants_routing(text) else None
     rt.turns.record(turn)
     return rewrite
@@ -119,7 +123,7 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
     rt.refresh()
     deadline = rt.hook_deadline()
     platform, sender_id = platform or "", str(sender_id or "")
-    turns = rt.turns.take(platform, sender_id, session_id, user_message)
+    turns = rt.turns.take(platform, sender_id, session_id, user_message, current_session_key())
     if turns:
         return _finish_gateway_turns(rt, turns, session_id, user_message, conversation_history, deadline)
     if rt.turns.is_gateway_session(session_id) or is_small_talk(user_message):
@@ -159,16 +163,16 @@ def _finish_gateway_turns(rt: PluginRuntime, turns: list[GatewayTurn], session_i
     context: SkillBlock | None = None
     for turn in turns:
         if turn.state == TurnState.REWRITTEN and turn.block.text in user_message:
-            add_block(have, turn.block.mode, turn.block.names)  # the rewrite reached the agent as it was
+            add_block(have, turn.block.mode, block_keys(turn.block))  # the rewrite reached the agent as it was
             continue
         if context is not None:
             _record_unfinished(rt, turn)
             continue
         context = _late_block(rt, turn, have, deadline)
         if context is not None:
-            add_block(have, context.mode, context.names)
-    for name, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
-        add_block(have, mode, (name,))
+            add_block(have, context.mode, block_keys(context))
+    for key, mode in live.current.items():  # real blocks pasted into this message: history from the next turn
+        add_block(have, mode, (key,))
     for key in {turn.session_key for turn in turns}:
         rt.trust.confirm(key, session_id, have)
     return {"context": context.text} if context is not None else None
@@ -242,7 +246,11 @@ def _routed_skill(rt: PluginRuntime, reply: Reply) -> dict | None:
     return reply.data if isinstance(skill, str) and skill else None
 
 
+def _is_command(text: str) -> bool:
+    """A slash command (or a path): it reaches Hermes untouched and is never routed."""
+    return text.lstrip().startswith("/")
+
+
 def _wants_routing(text: str) -> bool:
     """False for what must reach Hermes untouched or needs no skill; whatever else it holds, text is routed."""
-    stripped = text.lstrip()
-    return bool(stripped) and not stripped.startswith("/") and not is_small_talk(text)
+    return bool(text.strip()) and not _is_command(text) and not is_small_talk(text)

@@ -110,7 +110,8 @@ def _best(best, max_chars: int, pinned: frozenset[str]) -> dict | None:
     name, body, omitted = str(best.get("name")), best["body"], int(best.get("omitted") or 0)
     if name in pinned:
         return {"name": name_for_model(name), "already_loaded": True, "content": PINNED_NOTE, "truncated": False}
-    return {"name": name_for_model(name), "content": cap_body(name, neutralise(body), max_chars, omitted),
+    escaped = body if best.get("escaped") is True else neutralise(body)  # the worker escapes it, once per version
+    return {"name": name_for_model(name), "content": cap_body(name, escaped, max_chars, omitted),
             "truncated": len(body) + omitted > max_chars}
 
 

@@ -6,6 +6,15 @@ key; ``pre_llm_call`` later sees the agent's ``session_id``, ``platform``,
 prepend a sender name, reply context or attachment notes). The gateway hook
 files a :class:`GatewayTurn` per message; ``pre_llm_call`` takes the ones
 that belong to its turn, so every message is decided exactly once.
+
+A turn belongs to the agent call of its own chat: the session the gateway
+holds for the turn's session key, asked again when the call takes it (a
+brand-new chat has no session when its message is filed, and Hermes may
+reset or rotate one in between). So the same sender's group chat and direct
+chat never take each other's turns. A command (a message starting with
+``/``) is not a turn: Hermes answers most of them itself and they would wait
+for a call that never comes; only each chat's latest one is kept, apart, for
+the prompt Hermes may build from it (``/learn``, a skill's own command).
 """
 
 from __future__ import annotations
@@ -44,18 +53,25 @@ class GatewayTurn:
     decision: Future | None = None
     received: float = field(default_factory=time.monotonic)  # when the gateway hook got it: routing starts here
     created: float = field(default_factory=time.monotonic)
+    session_now: Callable[[], str | None] | None = None  # the chat's session as the gateway holds it now
+
+    def session(self) -> str | None:
+        """The session this turn's chat has now (asked of the gateway), else the one it had when filed."""
+        return self.session_now() if self.session_now is not None else self.session_id
 
 
 class TurnLedger:
     """Gateway turns waiting for their agent run, bounded by count and age."""
 
     def __init__(self, max_turns: int = 1024, ttl_seconds: float = 3600,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, max_commands: int = 256):
         self._turns: OrderedDict[int, GatewayTurn] = OrderedDict()
-        self._gateway_sessions: OrderedDict[str, None] = OrderedDict()
+        self._commands: OrderedDict[str, GatewayTurn] = OrderedDict()  # session key -> the chat's latest command
+        self._gateway_sessions: OrderedDict[str, str | None] = OrderedDict()  # agent session -> its chat, if known
         self._lock = threading.Lock()
         self._next = 0
         self._max_turns = max_turns
+        self._max_commands = max_commands  # chats whose latest command waits: a prompt built from it comes at once
         self._ttl = ttl_seconds
         self._clock = clock
 
@@ -64,28 +80,49 @@ class TurnLedger:
         with self._lock:
             self._next += 1
             self._turns[self._next] = turn
-            if turn.session_id:
-                self._remember_session(turn.session_id)
-            self._expire()
+            self._filed(turn)
 
-    def take(self, platform: str, user_id: str, session_id: str | None, user_message: str) -> list[GatewayTurn]:
-        """Remove and return the turns that belong to this agent turn, oldest first.
+    def record_command(self, turn: GatewayTurn) -> None:
+        """Keep ``turn``, a command, as its chat's latest: taken only when no turn of the chat's call matches."""
+        turn.created = self._clock()
+        with self._lock:
+            self._commands.pop(turn.session_key, None)
+            self._commands[turn.session_key] = turn
+            self._filed(turn)
 
-        A turn belongs to it when platform and sender match and its text is part
-        of the message; failing that, the oldest turn filed under the same session.
+    def take(self, platform: str, user_id: str, session_id: str | None, user_message: str,
+             session_key: str | None = None) -> list[GatewayTurn]:
+        """Remove and return the turns that belong to this agent call, oldest first.
+
+        Its chat's turns: those filed under ``session_key`` when the call knows
+        it (Hermes' session context) or the ledger does (turns of its chat were
+        filed or taken under that session), else those of the chat whose
+        session is the call's now (the gateway asked again; a turn whose chat
+        has another session is never the call's, and one whose chat has none
+        yet only when no chat has the call's session); of the same platform
+        and sender. Of those, the turns whose text is part of the message;
+        failing that, the oldest turn of the chat, else its latest command.
         """
+        sender = (platform or "", user_id or "")
         with self._lock:
             self._expire()
-            mine = [(n, t) for n, t in self._turns.items()
-                    if t.platform == (platform or "") and t.user_id == (user_id or "")]
-            chosen = [(n, t) for n, t in mine if t.text and t.text in user_message]
-            if not chosen and session_id:
-                chosen = [(n, t) for n, t in mine if t.session_id == session_id][:1]
-            for number, _turn in chosen:
-                del self._turns[number]
-            if chosen and session_id:
-                self._remember_session(session_id)
-            return [turn for _number, turn in chosen]
+            turns = [(n, t) for n, t in self._turns.items() if (t.platform, t.user_id) == sender]
+            commands = [(k, t) for k, t in self._commands.items() if (t.platform, t.user_id) == sender]
+        with self._lock:  # a session a chat's turns were filed or taken under: the call is that chat's
+            session_key = session_key or self._gateway_sessions.get(session_id or "")
+        chat = _Chat(session_key, session_id, [t for _, t in turns] + [t for _, t in commands])
+        turns = [(n, t) for n, t in turns if chat.may_hold(t)]
+        chosen = [(n, t) for n, t in turns if t.text and t.text in user_message]
+        command = []
+        if not chosen and chat.known:
+            chosen = [(n, t) for n, t in turns if chat.holds(t)][:1]
+            command = [] if chosen else [(k, t) for k, t in commands if chat.holds(t)][-1:]
+        with self._lock:
+            taken = [t for n, t in chosen if self._turns.pop(n, None) is not None]
+            taken += [t for k, t in command if self._commands.get(k) is t and self._commands.pop(k)]
+            if taken and session_id:  # the chat a session belongs to, only as far as it is known
+                self._remember_session(session_id, taken[-1].session_key if chat.known else None)
+        return taken
 
     def is_gateway_session(self, session_id: str | None) -> bool:
         """True if gateway messages were seen for this agent session."""
@@ -93,21 +130,55 @@ class TurnLedger:
             return bool(session_id) and session_id in self._gateway_sessions
 
     def __len__(self) -> int:
+        """Turns and commands held, together."""
         with self._lock:
-            return len(self._turns)
+            return len(self._turns) + len(self._commands)
 
-    def _remember_session(self, session_id: str) -> None:
-        self._gateway_sessions[session_id] = None
+    def _filed(self, turn: GatewayTurn) -> None:
+        if turn.session_id:
+            self._remember_session(turn.session_id, turn.session_key)
+        self._expire()
+
+    def _remember_session(self, session_id: str, key: str | None) -> None:
+        self._gateway_sessions[session_id] = key or self._gateway_sessions.get(session_id)
         self._gateway_sessions.move_to_end(session_id)
         while len(self._gateway_sessions) > 4 * self._max_turns:
             self._gateway_sessions.popitem(last=False)
 
     def _expire(self) -> None:
-        while len(self._turns) > self._max_turns:
-            self._turns.popitem(last=False)
         cutoff = self._clock() - self._ttl
-        while self._turns:
-            number, oldest = next(iter(self._turns.items()))
-            if oldest.created >= cutoff:
-                break
-            del self._turns[number]
+        for turns, bound in ((self._turns, self._max_turns), (self._commands, self._max_commands)):
+            while turns:
+                key, oldest = next(iter(turns.items()))
+                if len(turns) <= bound and oldest.created >= cutoff:
+                    break
+                del turns[key]
+
+
+class _Chat:
+    """Which filed turns belong to one agent call's chat: by its session key, else by its session id, each chat's
+    session asked of the gateway once."""
+
+    def __init__(self, session_key: str | None, session_id: str | None, candidates: list[GatewayTurn]):
+        self.session_key, self.session_id = session_key, session_id
+        self._now: dict[str, str | None] = {}
+        # a chat holds the call's session: only its turns are the call's (else, as far as the gateway can tell, the
+        # call is no chat's: turns of chats without a session, and those with no store to ask, go by text)
+        self.known = bool(session_key) or any(self.holds(turn) for turn in candidates)
+
+    def holds(self, turn: GatewayTurn) -> bool:
+        """True if ``turn``'s chat is the call's."""
+        if self.session_key:
+            return turn.session_key == self.session_key
+        return bool(self.session_id) and self._session(turn) == self.session_id
+
+    def may_hold(self, turn: GatewayTurn) -> bool:
+        """True if ``turn`` may be the call's (see :meth:`TurnLedger.take`)."""
+        if self.known:
+            return self.holds(turn)
+        return not self.session_id or self._session(turn) is None
+
+    def _session(self, turn: GatewayTurn) -> str | None:
+        if turn.session_key not in self._now:
+            self._now[turn.session_key] = turn.session()
+        return self._now[turn.session_key]

@@ -98,17 +98,30 @@ class RouterClient:
             process.kill()
 
     def close(self, wait: float = 2.0) -> None:
-        """Stop the worker and fail every open request."""
+        """Stop the worker and fail every open request, within about ``wait`` + 1 s whatever the worker's state.
+
+        Closing its stdin asks the worker to exit. The writer thread may be
+        blocked in a write to a worker that reads nothing (stopped with
+        ``SIGSTOP``, hung) with the pipe full, holding the pipe's buffer: the
+        close then waits for it, so it runs on a thread of its own, and a
+        worker still there after ``wait`` is killed (``SIGKILL`` ends a stopped
+        process too), which fails the blocked write and lets everything go.
+        """
         self._stop.set()
         self._wake.set()
         self._outbox.put(None)
         process = self._process
         if process is not None and process.poll() is None:
+            threading.Thread(target=_close_quietly, args=(process.stdin,), name="semantic-skills-close",
+                             daemon=True).start()
             try:
-                process.stdin.close()
                 process.wait(timeout=wait)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 process.kill()
+                try:
+                    process.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    pass
         self._pending.fail_all(UNAVAILABLE, "the routing worker was stopped")
 
     def _supervise(self) -> None:
@@ -283,6 +296,13 @@ class RouterClient:
     def rebuild(self) -> Future:
         """Ask the worker to bring its index up to date with the skills on disk (see protocol.py)."""
         return self.submit(protocol.REBUILD)
+
+
+def _close_quietly(pipe) -> None:
+    try:
+        pipe.close()
+    except (OSError, ValueError):
+        pass  # the worker is gone (a broken pipe) or the pipe was closed already
 
 
 def _environments(inactive: Iterable[str] | None) -> dict:

@@ -23,19 +23,25 @@ build holds the index, and the rebuilt index is then swapped in as any
 rebuild is. Answers::
 
     {"id": 1, "ok": true, "skill": "name" or null, "mode": "full" | "hint" | null, "score": 0.62, "reason": "...",
-     "named": [{"name", "description"}...], "body": "...", "omitted": 0,
+     "named": [{"name", "description", "version"}...], "version": "...", "body": "...", "omitted": 0,
+     "escaped": true,
      "top": "name" or null, "similarity": 0.58 or null, "relative_gap": 0.41 or null, "relative_margin": 0.3 or null,
      "threshold": 0.38, "min_relative_gap": 0.27, "full_relative_gap": 0.31, "full_relative_margin": 0.20}
-    {"id": 2, "ok": true, "results": [{"name", "description", "score"}...], "best": {"name", "body", "omitted"} or null}
+    {"id": 2, "ok": true, "results": [{"name", "description", "score"}...],
+     "best": {"name", "body", "omitted", "escaped"} or null}
     {"id": 3, "ok": true, "state": "ready", "detail": ""}
     {"id": 4, "ok": true}
     {"id": 1, "ok": false, "status": "index_missing" | "not_ready" | "error", "error": "..."}
 
 ``mode`` is "full" (the whole skill) or "hint" (a pointer) when ``skill`` is
-set; ``named`` lists the skills it names (a hint may name two), and only a full
-answer carries ``body``: the skill's text with its front matter removed, clipped
-at ``limits.MAX_BODY_CHARS`` (``omitted`` counts what was clipped); the host
-caps it to taste. Every route answer, also one that injects nothing, says what
+set; ``named`` lists the skills it names (a hint may name two), each with its
+``version`` (the first 32 hex digits of the SHA-256 of its SKILL.md as the
+worker reads it now; null when it cannot be read), ``version`` is the
+skill's, and only a full answer carries ``body``: the skill's text with its
+front matter removed, clipped at ``limits.MAX_BODY_CHARS`` (``omitted``
+counts what was clipped) and with every tag neutralised
+(``injection.neutralise``; ``escaped`` says so), once per version of the
+file; the host caps it to taste. Every route answer, also one that injects nothing, says what
 the gate judged: ``top`` (the best-ranked skill), its ``similarity``,
 ``relative_gap`` and ``relative_margin`` (null when the gate did not run, e.g.
 for small talk) and the thresholds they were held to: ``threshold`` (the

@@ -11,6 +11,7 @@ comes from the host: it reads no configuration file.
 from __future__ import annotations
 
 import collections
+import hashlib
 import json
 import os
 import signal
@@ -31,6 +32,7 @@ from .rebuild import Rebuilder
 
 RELOAD_INTERVAL_SECONDS = 1.0
 BODY_CACHE_SIZE = 64
+VERSION_CHARS = 32  # of a skill file's SHA-256, in hex: its version
 
 
 class RoutingWorker:
@@ -138,34 +140,48 @@ class RoutingWorker:
 
     def _route(self, router, text: str, exclude: frozenset[str], floor: float | None, inactive) -> dict:
         """The decision: nothing (``skill`` None), a hint (``mode`` "hint", the ``named`` skills with their
-        descriptions), or the whole skill (``mode`` "full", also its ``body`` and the ``omitted`` count)."""
+        descriptions and versions), or the whole skill (``mode`` "full", also its ``body`` and the ``omitted``
+        count); ``version`` is the skill's."""
         decision = router.route(text, exclude=exclude, floor=floor, inactive_environments=inactive)
         answer = {"ok": True, "skill": None, "mode": None, "score": decision.score, "reason": decision.reason,
                   **_gate_view(decision)}
         if decision.skill is None:
             return answer
-        body = self._body(decision.skill.path, router.manifest.roots) if decision.mode == FULL else {}
-        if body is None:
+        files = [self._skill_file(c.path, router.manifest.roots) for c in decision.named]
+        if decision.mode == FULL and files[0] is None:
             answer["reason"] = f"the file of skill {decision.skill.name!r} cannot be read"
             return answer
-        named = [{"name": c.name, "description": c.description} for c in decision.named]
-        return {**answer, "skill": decision.skill.name, "mode": decision.mode, "named": named, **body}
+        named = [{"name": c.name, "description": c.description, "version": found and found["version"]}
+                 for c, found in zip(decision.named, files)]
+        body = {key: files[0][key] for key in ("body", "omitted", "escaped")} if decision.mode == FULL else {}
+        return {**answer, "skill": decision.skill.name, "mode": decision.mode, "named": named,
+                "version": named[0]["version"], **body}
 
     def _search(self, router, text: str, limit: int, exclude: frozenset[str], inactive) -> dict:
         found = router.search(text, k=limit, exclude=exclude, inactive_environments=inactive)
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
-        body = self._body(found[0].path, router.manifest.roots) if found else None
-        best = {"name": found[0].name, **body} if body is not None else None
+        file = self._skill_file(found[0].path, router.manifest.roots) if found else None
+        best = ({"name": found[0].name, **{key: file[key] for key in ("body", "omitted", "escaped")}}
+                if file is not None else None)
         return {"ok": True, "results": results, "best": best}
 
-    def _body(self, path: str, roots: list[str]) -> dict | None:
-        """``{"body", "omitted"}`` of a SKILL.md named by the index, cached on the file's stamp.
+    def _skill_file(self, path: str, roots: list[str]) -> dict | None:
+        """``{"body", "omitted", "escaped", "version"}`` of a SKILL.md named by the index, cached on the file's
+        stamp.
 
+        ``body`` has every tag neutralised (``injection.neutralise``, the
+        block's own escaping; ``escaped`` says so): done here, once per version
+        of the file, so a host caps it and frames it without reading it for
+        tags again (on a hostile body of 200,000 characters that took a
+        gateway's event loop tens of milliseconds per message). ``version``
+        fingerprints the file's bytes as read now (the first 32 hex digits of
+        their SHA-256): the version of the skill a block carries, so that the
+        host counts a block as live only while it is the current one.
         Only a regular file that still lies inside one of the index's skills
         roots is read: a SKILL.md swapped after the build for a link to another
         file (or for a FIFO, which would block) gives None.
         """
-        from ..injection import skill_body
+        from ..injection import neutralise, skill_body
         from ..skills.discovery import read_skill_file
         from ..skills.parsing import SkillFileError
 
@@ -178,10 +194,12 @@ class RoutingWorker:
             if cached and cached[0] == stamp:
                 self._bodies.move_to_end(path)
                 return cached[1]
-            body = skill_body(read_skill_file(real).decode("utf-8", errors="replace"))
+            raw = read_skill_file(real)
         except (OSError, SkillFileError):
             return None
-        wire = {"body": body[:MAX_BODY_CHARS], "omitted": max(0, len(body) - MAX_BODY_CHARS)}
+        body = skill_body(raw.decode("utf-8", errors="replace"))
+        wire = {"body": neutralise(body[:MAX_BODY_CHARS]), "omitted": max(0, len(body) - MAX_BODY_CHARS),
+                "escaped": True, "version": hashlib.sha256(raw).hexdigest()[:VERSION_CHARS]}
         self._bodies[path] = (stamp, wire)
         if len(self._bodies) > BODY_CACHE_SIZE:
             self._bodies.popitem(last=False)

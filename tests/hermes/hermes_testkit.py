@@ -238,7 +238,8 @@ class Gateway:
     """A real ``GatewayRunner`` built as Hermes' own tests build one.
 
     The agent run is replaced by what it does before calling the model: get
-    or create the session, then fire ``pre_llm_call`` with the agent's
+    or create the session, set the session's context (its key among it) as
+    Hermes does for the run, then fire ``pre_llm_call`` with the agent's
     arguments and the session's history, which keeps each turn's text and, as
     Hermes' ``api_content``, the text with the hook's context that the model
     read. ``agent_run`` may replace that with a real agent.
@@ -265,7 +266,16 @@ class Gateway:
         self.agent_run = None
 
         async def run_agent_turn(event, source, _quick_key, _run_generation):
+            from gateway.session import build_session_context
+
             entry = runner.session_store.get_or_create_session(source)
+            tokens = runner._set_session_env(build_session_context(source, runner.config, entry))  # as Hermes does
+            try:
+                return await agent_turn(event, source, entry)
+            finally:
+                runner._clear_session_env(tokens)
+
+        async def agent_turn(event, source, entry):
             if self.agent_run is not None:
                 return await asyncio.to_thread(self.agent_run, event, source, entry.session_id)
             from hermes_cli.plugins import invoke_hook
@@ -290,25 +300,26 @@ class Gateway:
         """A sender no earlier test used, so each test starts with fresh sessions."""
         return f"1555{os.getpid()}{next(_user_numbers)}@s.whatsapp.net"
 
-    def event(self, text: str, user: str, **fields):
+    def event(self, text: str, user: str, group: str | None = None, **fields):
+        """A message from ``user``: in their direct chat, or in the group chat ``group``."""
         from gateway.platforms.base import MessageEvent
         from gateway.session import SessionSource
 
-        source = SessionSource(platform=self.platform, user_id=user, chat_id=user, user_name="tester",
-                               chat_type="dm")
+        source = SessionSource(platform=self.platform, user_id=user, chat_id=group or user, user_name="tester",
+                               chat_type="group" if group else "dm")
         return MessageEvent(text=text, message_id="m1", source=source, **fields)
 
-    def send(self, text: str, user: str, **fields) -> AgentTurn | None:
+    def send(self, text: str, user: str, group: str | None = None, **fields) -> AgentTurn | None:
         """Deliver ``text`` through the real ``_handle_message``; the agent's turn, or None if none ran."""
         before = len(self.turns)
-        asyncio.run(self.runner._handle_message(self.event(text, user, **fields)))
+        asyncio.run(self.runner._handle_message(self.event(text, user, group, **fields)))
         return self.turns[-1] if len(self.turns) > before else None
 
-    def session_key(self, user: str) -> str:
-        return self.runner._session_key_for_source(self.event("", user).source)
+    def session_key(self, user: str, group: str | None = None) -> str:
+        return self.runner._session_key_for_source(self.event("", user, group).source)
 
-    def session_id(self, user: str) -> str | None:
-        return self.runner.session_store.peek_session_id(self.session_key(user))
+    def session_id(self, user: str, group: str | None = None) -> str | None:
+        return self.runner.session_store.peek_session_id(self.session_key(user, group))
 
     def reset_session(self, user: str) -> str:
         return self.runner.session_store.reset_session(self.session_key(user)).session_id

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
 from semantic_skills.hermes import runtime as runtime_module
-from semantic_skills.injection import NOTE_FULL, skill_block
+from semantic_skills.injection import NOTE_FULL, SkillBlock, block_digest, skill_block
 from semantic_skills.skills.parsing import strip_front_matter
 
 from hermes_testkit import EXAMPLE_SKILLS
@@ -164,14 +165,18 @@ def test_late_decision_arrives_through_pre_llm_call_exactly_once(gateway, late_g
 
 def test_what_a_chat_holds_survives_a_clean_gateway_restart(gateway, runtime, hermes_home):
     user = gateway.new_user()
-    assert gateway.send(DOCKER, user).text.startswith(OPENING)
+    first = gateway.send(DOCKER, user)
+    assert first.text.startswith(OPENING)
     key, session_id = gateway.session_key(user), gateway.session_id(user)
+    row = runtime.trust.ledger.get(block_digest(first.text[: -len(DOCKER) - 2]))
+    docker = SkillBlock(first.text[: -len(DOCKER) - 2], row.mode, row.names, row.versions)
     runtime.trust.flush(clean=True)  # what a gateway that stops saves
 
     restarted = runtime_module.PluginRuntime(hermes_home.path)  # what the next gateway process builds
     try:
         assert restarted.trust.wait_loaded(10)
-        assert not restarted.trust.claim_rewrite(key, session_id, skill_block(DOCKER_SKILL, "any version"))
+        assert not restarted.trust.claim_rewrite(key, session_id, docker)
+        assert restarted.trust.claim_rewrite(key, session_id, replace(docker, versions=("edited since",)))
         assert restarted.trust.claim_rewrite(key, session_id, skill_block("pdf-to-markdown", "another skill"))
     finally:
         restarted.close()
@@ -190,3 +195,66 @@ def test_after_new_the_skill_is_rewritten_in_at_once(gateway, plugin_manager):
 
     again = gateway.send(DOCKER_AGAIN, user)
     assert again.text.startswith(OPENING) and again.text.endswith(DOCKER_AGAIN) and again.context == ""
+
+
+PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
+
+
+def test_a_senders_group_chat_and_direct_chat_keep_their_turns_apart(gateway, runtime, plugin_manager):
+    """#27.12: the gateway hook files a turn per message, and the agent call that takes it must be the one of the
+    same chat. The same sender writes in a group and in their direct chat, and the group's agent run has not
+    started when the direct chat's does (Hermes runs chats apart): the direct chat's call took the group's turns
+    by sender and text, so it got the group's block, confirmed the group's record for its own session, and the
+    group's own call then added its block a second time. A turn is matched by its chat's session now."""
+    user, group = gateway.new_user(), f"group-{gateway.new_user()}"
+
+    def filed_in_the_group(text: str) -> str:
+        """The group's message through the gateway hook: what Hermes will hand the group's agent run."""
+        results = plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event(text, user, group),
+                                             gateway=gateway.runner, session_store=gateway.runner.session_store)
+        return next((r["text"] for r in results if isinstance(r, dict) and r.get("action") == "rewrite"), text)
+
+    group_docker, group_pdf = filed_in_the_group(DOCKER), filed_in_the_group(PDF)
+    assert group_docker.startswith(OPENING) and group_pdf.startswith('<skill-context name="pdf-to-markdown"')
+
+    direct = gateway.send(DOCKER, user)  # the same words in the sender's direct chat
+    path = gateway.send(f"/tmp/asked-in-the-group.txt says: {PDF}", user)  # unrouted; the group's words inside
+    assert direct.text.startswith(OPENING) and direct.context == ""
+    assert path.context == ""  # was: the group's pdf block
+
+    source = gateway.event("", user, group).source
+    group_session = gateway.runner.session_store.get_or_create_session(source).session_id  # the group's run starts
+    history: list[dict] = []
+    for text in (group_docker, group_pdf):
+        history.append({"role": "user", "content": text})
+        results = plugin_manager.invoke_hook("pre_llm_call", session_id=group_session, user_message=text,
+                                             platform="whatsapp", sender_id=user, conversation_history=list(history),
+                                             is_first_turn=len(history) == 1)
+        assert not [r for r in results if r], results  # its block is in its message: never a second copy
+        history.append({"role": "assistant", "content": "ok"})
+    records = dict(runtime.trust.chats.rows())
+    assert records[gateway.session_key(user, group)].session_id == group_session  # was the direct chat's session
+    assert records[gateway.session_key(user)].session_id == direct.session_id
+
+
+def test_slash_commands_are_not_filed_as_turns_and_a_prompt_built_from_one_is_still_matched(gateway, runtime,
+                                                                                             plugin_manager):
+    """#27.13: 1,024 slash commands through the registered gateway hook (Hermes answers most itself, so no agent
+    call takes them) were 1,024 turns that each later call of the sender read against its message. Now the chat
+    keeps only its latest command; the agent run of a prompt Hermes builds from it still takes it, and so leaves
+    the prompt unrouted (the skill it names is Hermes' to load)."""
+    user = gateway.new_user()
+    held = len(runtime.turns)
+    for number in range(1024):
+        plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event(f"/status {number}", user),
+                                   gateway=gateway.runner, session_store=gateway.runner.session_store)
+    plugin_manager.invoke_hook("pre_gateway_dispatch", event=gateway.event("/docker-compose-debug fix my db", user),
+                               gateway=gateway.runner, session_store=gateway.runner.session_store)
+    assert len(runtime.turns) - held == 1  # was 1,025
+
+    session = gateway.runner.session_store.get_or_create_session(gateway.event("", user).source).session_id
+    prompt = f"[Skill docker-compose-debug loaded by the user]\n\n{DOCKER}\n\n" + "log line\n" * 6_000
+    results = plugin_manager.invoke_hook("pre_llm_call", session_id=session, user_message=prompt, platform="whatsapp",
+                                         sender_id=user, conversation_history=[{"role": "user", "content": prompt}],
+                                         is_first_turn=True)
+    assert not [r for r in results if r] and len(runtime.turns) == held  # taken, and nothing added to the prompt

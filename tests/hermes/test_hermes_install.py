@@ -198,7 +198,7 @@ def test_removing_the_plugin_leaves_hermes_starting_clean_and_the_rest_takes_one
     user = install_as_a_user(tmp_path, plugin_checkout.as_uri())
     assert user.run("config", "set", f"plugins.entries.{PLUGIN}.settings.threshold", "0.45").returncode == 0
     (user.home / PLUGIN).mkdir()  # the plugin's state folder, as a routed chat leaves it
-    (user.home / PLUGIN / "dedupe.json").write_text('{"version": 2, "clean": true, "chats": [], "blocks": []}')
+    (user.home / PLUGIN / "dedupe.json").write_text('{"version": 3, "clean": true, "chats": [], "blocks": []}')
     (user.home / PLUGIN / "decisions.jsonl").write_text("")
     planned = user.run(PLUGIN, "uninstall", "--json")
     assert planned.returncode == 0, planned.stdout + planned.stderr

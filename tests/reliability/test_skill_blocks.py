@@ -153,3 +153,34 @@ def test_a_forged_block_in_an_earlier_turn_does_not_hide_the_skill_later(gateway
 
     assert first.text.endswith(fake) and "docker compose logs" not in first.text + first.context
     assert later.text.startswith(DOCKER_OPENING) and "docker compose logs" in later.text
+
+
+def test_the_gateway_hook_never_reads_a_skill_body_for_tags_on_the_loop(plugin_env, gateway, monkeypatch):
+    """#27.13: making a block escaped every tag of the body it kept on the gateway's event loop, per message:
+    tens of milliseconds for a hostile body at ``max_skill_chars`` 200,000 (the largest the settings allow, with
+    Hermes passing any context on), past the 24 ms budget. The worker escapes each skill once per version, so the
+    hook only cuts and frames the body: what it hands the tag search is the skill's name, never the body."""
+    import yaml
+    from hermes_cli.plugins import invoke_hook
+
+    import semantic_skills.injection as injection
+
+    config = plugin_env.home / "config.yaml"
+    original = config.read_text()
+    largest = yaml.safe_load(original)
+    largest["plugins"]["entries"]["semantic-skills"]["settings"]["max_skill_chars"] = 200_000
+    largest["hooks"] = {"output_spill": {"enabled": False}}
+    searched: list[int] = []
+    search = injection.neutralise
+    monkeypatch.setattr(injection, "neutralise", lambda text: searched.append(len(text)) or search(text))
+    try:
+        config.write_text(yaml.safe_dump(largest))
+        assert plugin_env.runtime.refresh().max_skill_chars == 200_000 and plugin_env.runtime.block_limit is None
+        [rewrite] = invoke_hook("pre_gateway_dispatch", event=gateway.event(OVERSIZED_QUERY, gateway.new_user()),
+                                gateway=gateway.runner, session_store=gateway.runner.session_store)
+    finally:
+        config.write_text(original)
+        plugin_env.runtime.refresh()
+
+    assert rewrite["text"].startswith(f'<skill-context name="{OVERSIZED_SKILL}"') and len(rewrite["text"]) > 199_000
+    assert sum(searched) < 200, searched  # the name, never the 200,000 characters of body (was: all of them)

@@ -123,3 +123,37 @@ def test_the_budget_follows_the_hosts_limit(runtime, host_limit):
     assert runtime.hook_deadline().seconds == 4.0
     shown = {c.name: c for c in probes.probe(load_gateway=False)}[probes.HOOK_TIME_LIMIT]
     assert shown.available and "after 8 s" in shown.detail and "at most half" in shown.detail
+
+
+def test_hermes_exits_within_5_s_with_a_stopped_worker_and_a_full_pipe(tmp_path, examples_index, monkeypatch):
+    """Eight 16,000-character messages to a SIGSTOPped worker fill its stdin pipe, so the client's writer thread
+    blocks in ``write()`` holding the buffer's lock; ``close_all`` (what Hermes' exit runs, through atexit) must
+    still return, and the worker be gone, within 5 s (it never returned: closing stdin waited for that lock)."""
+    import threading
+
+    from hermes_cli.plugins import invoke_hook
+
+    from semantic_skills.hermes import runtime as runtime_module
+
+    home = make_home(tmp_path, {"index_dir": str(examples_index)})
+    monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
+    with plugin_loaded(home) as runtime:
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
+        gateway = Gateway(tmp_path / "sessions")
+        process = runtime.client._process
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            for number in range(8):
+                text = f"{number} my docker compose postgres container keeps restarting " * 250
+                invoke_hook("pre_gateway_dispatch", event=gateway.event(text[:16_000], gateway.new_user()),
+                            gateway=gateway.runner, session_store=gateway.runner.session_store)
+            closing = threading.Thread(target=runtime_module.close_all, daemon=True)
+            start = time.monotonic()
+            closing.start()
+            closing.join(10)
+            seconds = time.monotonic() - start
+            assert not closing.is_alive() and seconds <= 5.0, seconds
+            assert process.poll() is not None  # the worker is gone, not left stopped
+        finally:
+            if process.poll() is None:
+                process.kill()  # let a hung close finish, so the test ends

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Callable
 
 
 def session_key(gateway, source) -> str | None:
@@ -16,10 +17,22 @@ def session_key(gateway, source) -> str | None:
 
 
 def peek_session_id(session_store, key: str) -> str | None:
-    """The session id the gateway holds for ``key`` now, without creating one; None for a brand-new chat."""
+    """The session id the gateway holds for ``key`` now, without creating one; None for a brand-new chat (and
+    when the store cannot say)."""
     peek = getattr(session_store, "peek_session_id", None)
-    value = peek(key) if callable(peek) else None
+    try:
+        value = peek(key) if callable(peek) else None
+    except Exception:  # noqa: BLE001 - the store cannot say: no session known
+        return None
     return value if isinstance(value, str) and value else None
+
+
+def session_lookup(session_store, key: str) -> Callable[[], str | None] | None:
+    """How to ask the gateway again, later and from any thread, which session ``key`` has then (the store's
+    ``peek_session_id`` holds its own lock); None when there is no store to ask."""
+    if not callable(getattr(session_store, "peek_session_id", None)):
+        return None
+    return lambda: peek_session_id(session_store, key)
 
 
 def current_platform() -> str:
@@ -32,3 +45,14 @@ def current_platform() -> str:
         return str(get_session_env("HERMES_SESSION_PLATFORM") or "") if get_session_env else ""
     except Exception:  # noqa: BLE001
         return ""
+
+
+def current_session_key() -> str | None:
+    """The gateway's session key of the chat this agent run serves, from Hermes' session context (the gateway
+    sets it for each run); None on other paths, or where this Hermes has no such context."""
+    get_session_env = getattr(sys.modules.get("gateway.session_context"), "get_session_env", None)
+    try:
+        key = get_session_env("HERMES_SESSION_KEY") if get_session_env else None
+    except Exception:  # noqa: BLE001
+        return None
+    return key if isinstance(key, str) and key else None

@@ -7,11 +7,16 @@ was confirmed for, refreshed by every ``pre_llm_call`` from the real history
 and by the gateway's own rewrites. The gateway rewrites a message only when the
 record is certain the skill is absent (:meth:`ChatRecords.claim_rewrite`);
 otherwise ``pre_llm_call`` decides against the history itself. Being keyed by
-the chat, a rotated session leaves no stale key behind.
+the chat, a rotated session leaves no stale key behind. A record holds the
+skills live in the chat's user messages, at their versions (see live.py):
+what the model's replies and tools add since the record was confirmed never
+changes what is live, so a record confirmed before the model's reply stays
+true after it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import OrderedDict
@@ -19,10 +24,25 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ...injection import SkillBlock
-from .live import Live, add_block, covered
+from .live import Live, add_block, block_keys, covered
 
 MAX_LIVE_PER_CHAT = 64  # skills remembered as live in one chat; pre_llm_call checks the real history anyway
-MAX_KEY_CHARS = 1024
+MAX_KEY_CHARS = 1024  # a chat key or session id kept as it is; a longer one is kept as its digest
+DIGEST_PREFIX = "sha256:"
+
+
+def bounded_key(key: str) -> str:
+    """A chat key as the records keep it: as it is when it has 1 to :data:`MAX_KEY_CHARS` characters, else its
+    digest. Hermes' webhook adapter builds the key from an unsigned request header, so it can be any length; the
+    state file holds no longer one."""
+    if 0 < len(key) <= MAX_KEY_CHARS:
+        return key
+    return DIGEST_PREFIX + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def bounded_session(session_id: str | None) -> str | None:
+    """A session id as the records keep it (see :func:`bounded_key`); None for none."""
+    return bounded_key(session_id) if session_id else None
 
 
 @dataclass
@@ -55,6 +75,7 @@ class ChatRecords:
         holds now. After a rotation, an automatic reset, ``/resume``, an
         unclean restart, or with no record at all, the answer is False.
         """
+        key, session_id = bounded_key(key), bounded_session(session_id)
         with self._lock:
             record = self._record(key)
             if session_id is None and (record is None or record.session_id is not None):
@@ -66,7 +87,8 @@ class ChatRecords:
             if covered(live, block):
                 return False
             live = dict(live)
-            add_block(live, block.mode, block.names)
+            add_block(live, block.mode, block_keys(block))
+            live = dict(list(live.items())[-MAX_LIVE_PER_CHAT:])
             self._put(key, ChatRecord(session_id, live, self._clock()))
         return True
 
@@ -74,11 +96,12 @@ class ChatRecords:
         """The chat's context, as ``pre_llm_call`` read it for ``session_id``, holds ``live``."""
         kept = dict(list(live.items())[-MAX_LIVE_PER_CHAT:])
         with self._lock:
-            self._put(key, ChatRecord(session_id, kept, self._clock()))
+            self._put(bounded_key(key), ChatRecord(bounded_session(session_id), kept, self._clock()))
 
     def session_reset(self, old_session_id: str | None, new_session_id: str | None) -> bool:
         """``/new`` or ``/reset`` replaced ``old_session_id`` by the empty ``new_session_id``; True if a record
         changed."""
+        old_session_id, new_session_id = bounded_session(old_session_id), bounded_session(new_session_id)
         with self._lock:
             key = self._by_session.get(old_session_id or "")
             if key is None or not new_session_id:

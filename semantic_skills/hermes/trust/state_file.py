@@ -17,7 +17,9 @@ from ...gates import MODES
 from .chats import MAX_KEY_CHARS, MAX_LIVE_PER_CHAT, ChatRecord
 from .ledger import LedgerRow
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: blocks and live skills carry the skill's version
+OLD_FORMATS = (1, 2)  # written by earlier releases: replaced without a word
+MAX_VERSION_CHARS = 64
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
@@ -55,7 +57,7 @@ def parse_state(raw: bytes, ttl_seconds: float, now: float) -> Snapshot:
     if not isinstance(data, dict):
         raise DamagedFile("not a JSON object")
     if data.get("version") != FORMAT_VERSION:
-        if data.get("version") == 1:
+        if data.get("version") in OLD_FORMATS:
             raise OldFormat()
         raise DamagedFile(f"version {str(data.get('version'))[:20]!r}")
     clean, chats, blocks = data.get("clean"), data.get("chats"), data.get("blocks")
@@ -79,28 +81,39 @@ def _chat_row(row) -> tuple[str, ChatRecord]:
         raise DamagedFile("a session id is not a short string")
     if isinstance(seen, bool) or not isinstance(seen, (int, float)) or not math.isfinite(float(seen)):
         raise DamagedFile("a chat's time is not a finite number")
-    if not (isinstance(live, dict) and len(live) <= MAX_LIVE_PER_CHAT
-            and all(isinstance(name, str) and name and mode in MODES for name, mode in live.items())):
-        raise DamagedFile("a chat's live skills are not a small name -> mode mapping")
-    return key, ChatRecord(session_id, dict(live), float(seen))
+    if not (isinstance(live, list) and len(live) <= MAX_LIVE_PER_CHAT
+            and all(isinstance(entry, list) and len(entry) == 3 and _is_name(entry[0]) and _is_version(entry[1])
+                    and entry[2] in MODES for entry in live)):
+        raise DamagedFile("a chat's live skills are not a short list of [name, version, mode]")
+    return key, ChatRecord(session_id, {(name, version): mode for name, version, mode in live}, float(seen))
 
 
 def _block_row(row) -> LedgerRow:
-    if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and len(row[0]) == 32
+    if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and len(row[0]) == 32
             and row[1] in MODES and isinstance(row[2], list) and 1 <= len(row[2]) <= 2
-            and all(isinstance(name, str) and name for name in row[2])):
-        raise DamagedFile("a block row is not [digest, mode, names]")
-    return row[0], row[1], tuple(row[2])
+            and all(_is_name(name) for name in row[2])
+            and isinstance(row[3], list) and len(row[3]) == len(row[2]) and all(map(_is_version, row[3]))):
+        raise DamagedFile("a block row is not [digest, mode, names, versions]")
+    return LedgerRow(row[0], row[1], tuple(row[2]), tuple(row[3]))
+
+
+def _is_name(value) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _is_version(value) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_VERSION_CHARS
 
 
 def state_payload(clean: bool, chats: list[tuple[str, ChatRecord]], blocks: list[LedgerRow]) -> bytes:
     """The file's bytes: within :data:`MAX_FILE_BYTES`, leaving out the chats idle longest if need be."""
     head = json.dumps({"version": FORMAT_VERSION, "clean": clean,
-                       "blocks": [[digest, mode, list(names)] for digest, mode, names in blocks]})
+                       "blocks": [[row.digest, row.mode, list(row.names), list(row.versions)] for row in blocks]})
     room = MAX_FILE_BYTES - len(head.encode("utf-8")) - 64
     rows: list[str] = []
     for key, record in reversed(chats):  # newest first
-        row = json.dumps([key, record.session_id, record.seen, record.live])
+        live = [[name, version, mode] for (name, version), mode in record.live.items()]
+        row = json.dumps([key, record.session_id, record.seen, live])
         room -= len(row.encode("utf-8")) + 1
         if room < 0:
             break

@@ -15,21 +15,20 @@ again before a save only when another process wrote it since.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
-from ...files import atomic_write, file_stamp
+from ...files import atomic_write, file_stamp, set_aside, tighten
 from ...logs import OnceLogger
 from .chats import ChatRecords
-from .ledger import MAX_BLOCKS, BlockLedger
+from .ledger import BlockLedger
 from .live import Live
 from .state_file import OldFormat, Snapshot, read_state, state_payload
 
 WRITE_DELAY_SECONDS = 1.0
-DAMAGED_SUFFIX = ".damaged"
+STATE_FILE_MODE = 0o600  # it names chats (phone numbers, user ids): its owner reads it, no one else
 
 
 class TrustStore:
@@ -98,6 +97,7 @@ class TrustStore:
         return self._loaded.wait(max(0.0, timeout))
 
     def _load(self) -> None:
+        tighten(self.path, STATE_FILE_MODE)  # an earlier release wrote it readable by all
         try:
             snapshot = self._read(report=True)
             self.chats.restore(snapshot.chats, snapshot.clean)
@@ -127,10 +127,8 @@ class TrustStore:
         return snapshot
 
     def _set_aside(self, problem: Exception) -> None:
-        aside = self.path.with_name(self.path.name + DAMAGED_SUFFIX)
         try:
-            os.replace(self.path, aside)
-            done = f"moved it to {aside.name}"
+            done = f"moved it to {set_aside(self.path).name}"
         except OSError as exc:
             done = f"could not move it aside ({exc.strerror or exc}); it is replaced at the next save"
         reason = f"{type(problem).__name__}: {problem}"[:200]
@@ -141,7 +139,7 @@ class TrustStore:
         """The blocks earlier processes produced, under those this process produced since (which stay newest)."""
         newer = self.ledger.rows()
         for row in (*snapshot.blocks, *newer):
-            self.ledger.grant_row(*row)
+            self.ledger.grant_row(row)
 
     # ------------------------------------------------------------------ saving
 
@@ -164,13 +162,13 @@ class TrustStore:
             chats, clean_state = self.chats.rows(), clean
         else:
             chats, clean_state = on_disk.chats, on_disk.clean
-        ours = self.ledger.rows()
-        known = {row[0] for row in ours}
-        blocks = [row for row in on_disk.blocks if row[0] not in known] + ours
-        snapshot = Snapshot(clean_state, chats, blocks[-MAX_BLOCKS:])
+        merged = BlockLedger()  # the file's blocks under this process's, each skill at one version
+        for row in (*on_disk.blocks, *self.ledger.rows()):
+            merged.grant_row(row)
+        snapshot = Snapshot(clean_state, chats, merged.rows())
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(self.path, state_payload(snapshot.clean, snapshot.chats, snapshot.blocks))
+            atomic_write(self.path, state_payload(snapshot.clean, snapshot.chats, snapshot.blocks), STATE_FILE_MODE)
         except OSError as exc:
             self._log_once(logging.WARNING, f"cannot save {self.path} ({exc.strerror or exc})")
             return
