@@ -116,8 +116,22 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
 
 
 def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform=None, sender_id=None,
-                 conversation_history=None, **_) -> dict | None:
-    """Return ``{"context": skill block}`` when this turn needs a skill the history does not carry."""
+                 conversation_history=None, turn_id=None, **_) -> dict | None:
+    """Return ``{"context": skill block}`` when this turn needs a skill the history does not carry.
+
+    A turn Hermes names (``turn_id``) is answered once: asked about again, the hook gives the same answer,
+    and the message is neither routed nor recorded a second time.
+    """
+    if isinstance(turn_id, str) and turn_id:
+        answered, answer = rt.answered.get(turn_id)
+        if not answered:
+            answer = _answer_turn(rt, session_id, user_message, platform, sender_id, conversation_history)
+            rt.answered.keep(turn_id, answer)
+        return answer
+    return _answer_turn(rt, session_id, user_message, platform, sender_id, conversation_history)
+
+
+def _answer_turn(rt: PluginRuntime, session_id, user_message, platform, sender_id, conversation_history) -> dict | None:
     if not isinstance(user_message, str) or not user_message.strip():
         return None
     rt.refresh()

@@ -41,7 +41,7 @@ from .host.home import hermes_home
 from .host.limits import hook_context_limit
 from .offer.rules import Eligibility, Offer
 from .trust.store import TrustStore
-from .turns import TurnLedger
+from .turns import AnsweredTurns, TurnLedger
 
 STATE_FILE = "dedupe.json"  # in the plugin's state folder: the trust store
 
@@ -62,6 +62,7 @@ class PluginRuntime:
         self.trust = TrustStore(state_dir(home) / STATE_FILE, settings.dedupe_max_sessions,
                                 settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()
+        self.answered = AnsweredTurns()
         self.decisions = DecisionLog(decision_record_path(home), settings.record_max_bytes, log_once=self.log_once)
         self.eligibility = Eligibility(home, self.config, self.log_once)
         self._reindex_wanted = False

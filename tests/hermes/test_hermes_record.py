@@ -145,3 +145,18 @@ def test_an_agent_turn_is_recorded_and_history_reads_it_through_hermes(llm, reco
     assert summary["most_injected"] == [{"skill": "pdf-to-markdown", "injected": 1, "full": 1, "hint": 0}]
     text = run_hermes(hermes_home.path, "semantic-skills", "history", "--since", started).stdout
     assert "3 routed messages from " in text and "(agent 3)" in text and PDF not in text
+
+
+def test_a_turn_hermes_asks_about_twice_is_routed_and_recorded_once(recorded, routing_requests, plugin_manager):
+    """Hermes names each agent turn (``turn_id``): the same turn asked about again gets the same context, with no
+    second routing request and no second line in the record; another turn is routed as usual."""
+    def ask(turn_id: str) -> list:
+        return [r for r in plugin_manager.invoke_hook(
+            "pre_llm_call", session_id="turn-ids", turn_id=turn_id, user_message=DOCKER, conversation_history=[],
+            platform="cli", sender_id="") if r]
+
+    first, again = ask("turn-ids:task:1"), ask("turn-ids:task:1")
+    assert first == again and first[0]["context"].startswith(f'<skill-context name="{DOCKER_SKILL}"')
+    assert [op for op, _ in routing_requests] == ["route"] and len(recorded()) == 1
+    ask("turn-ids:task:2")
+    assert [op for op, _ in routing_requests] == ["route", "route"] and len(recorded()) == 2
