@@ -65,7 +65,7 @@ def test_a_non_interactive_install_stays_disabled_until_plugins_enable(consentin
     assert enabled_plugins(home) == [PLUGIN]
 
 
-def test_no_deps_installs_the_plugin_disabled(consenting, checkout, elsewhere, home, tmp_path):
+def test_no_deps_installs_the_plugin_disabled_until_plugins_enable(consenting, checkout, elsewhere, home, tmp_path):
     record = tmp_path / "pm.jsonl"
     args = [a for a in install_args(consenting, checkout, "--no-deps") if a != "--yes-deps"]
     installed = consenting.run(home, *args, cwd=elsewhere, PM_RECORD=str(record))
@@ -74,3 +74,9 @@ def test_no_deps_installs_the_plugin_disabled(consenting, checkout, elsewhere, h
     assert "--no-deps: skipping dependency consent; the plugin stays disabled." in installed.stdout
     assert (home / "plugins" / PLUGIN / "plugin.yaml").is_file() and PLUGIN not in enabled_plugins(home)
     assert published(pm_record(record)) == [("tree", False)]
+
+    enabled = consenting.run(home, "plugins", "enable", PLUGIN, cwd=elsewhere, PM_RECORD=str(record))
+
+    assert enabled.returncode == 0 and f"✓ Plugin {PLUGIN} enabled." in enabled.stdout, enabled.explain()
+    assert published(pm_record(record)) == [("tree", False), ("enabled", [PLUGIN])]
+    assert enabled_plugins(home) == [PLUGIN]
