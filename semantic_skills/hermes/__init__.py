@@ -65,9 +65,10 @@ def dependency_problem() -> str:
     from ..errors import ConfigError
     from ..requirements import CORE_MODULES, missing_modules
     from ..settings import EmbedderSettings
-    from .config import HERMES_COMMAND, HERMES_DISTRIBUTION, load_config, plugin_settings
+    from .config import HERMES_COMMAND, load_config, plugin_settings
     from .doctor.install_fix import install_fix
     from .host.home import hermes_home
+    from .host.lookup import hermes_distribution
 
     missing = missing_modules(CORE_MODULES)
     if not missing:
@@ -77,7 +78,7 @@ def dependency_problem() -> str:
         embedder = plugin_settings(load_config(home)).embedder
     except ConfigError:
         embedder = EmbedderSettings()
-    fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=HERMES_DISTRIBUTION).fix
+    fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=hermes_distribution()).fix
     return (f"not routing: {', '.join(missing)} not installed in this Python; "
             f"fix: {fix} (then check with: {HERMES_COMMAND} doctor)")
 

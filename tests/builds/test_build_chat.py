@@ -1,0 +1,43 @@
+"""A real one-shot ``hermes chat -q`` on each build, against a fake model: the stub, the block, a quiet log."""
+
+from __future__ import annotations
+
+from semantic_skills.hermes.prompt.stub import compact_skills_prompt
+
+from buildkit import DOCKER, OFF_TOPIC, offered_tools, plugin_problems, system_prompt, user_message
+
+SKILL = "docker-compose-debug"
+
+
+def test_both_chats_end_well_and_reach_the_model_once(chats):
+    for done in (chats.on_topic, chats.off_topic):
+        assert done.returncode == 0, done.explain()
+    assert [len(sent) for sent in chats.requests.values()] == [1, 1], chats.requests
+
+
+def test_the_system_prompt_carries_the_stub_and_not_hermes_listing(chats):
+    """The stub's variant for the tools the request offers: a Hermes that defers plugin tools behind tool_search
+    offers no search_skills directly, and the stub then names skills_list."""
+    for sent in chats.requests.values():
+        system = system_prompt(sent[0])
+        assert compact_skills_prompt(offered_tools(sent[0])) in system and "<available_skills>" not in system
+
+
+def test_the_system_prompt_is_byte_identical_across_two_chats(chats):
+    assert len({system_prompt(sent[0]) for sent in chats.requests.values()}) == 1
+
+
+def test_an_on_topic_message_carries_one_full_block_of_its_skill(chats):
+    content = user_message(chats.requests[DOCKER][0])
+    assert content.startswith(DOCKER) and content.count("<skill-context") == 1, content[:400]
+    assert f'<skill-context name="{SKILL}" mode="full">' in content and "docker compose logs" in content
+
+
+def test_an_off_topic_message_carries_no_block(chats):
+    assert user_message(chats.requests[OFF_TOPIC][0]) == OFF_TOPIC
+
+
+def test_the_plugin_logs_no_warning_or_error(chats):
+    printed = chats.on_topic.output + chats.off_topic.output
+    assert chats.log.strip(), "the chats logged nothing to agent.log"
+    assert not plugin_problems(chats.log + printed), plugin_problems(chats.log + printed)
