@@ -15,8 +15,13 @@ import copy
 import pytest
 
 from semantic_skills.hermes.prompt.listing import TAIL, Unrecognised, listing_span
+from semantic_skills.hermes.prompt.middleware import section_for
 from semantic_skills.hermes.prompt.request import replaced, system_texts, tool_names
-from semantic_skills.hermes.prompt.stub import COMPACT_SKILLS_PROMPT
+from semantic_skills.hermes.prompt.stub import (
+    COMPACT_SKILLS_PROMPT,
+    COMPACT_SKILLS_PROMPT_ON_DEMAND,
+    COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH,
+)
 
 BEFORE, AFTER = "You are a helpful agent.\n\nAGENTS.md: keep answers short.", "Host: Linux\nUser home: /home/u"
 
@@ -142,3 +147,16 @@ def test_tool_names_are_read_in_each_provider_shape():
 
     assert tool_names(request) == {"search_skills", "skill_view", "terminal"}
     assert tool_names({"toolConfig": {"tools": [{"toolSpec": {"name": "web_search"}}]}}) == {"web_search"}
+
+
+def test_the_stub_says_how_search_skills_is_offered():
+    direct = {"tools": [{"type": "function", "function": {"name": "search_skills"}}]}
+    bridge = {"tools": [{"type": "function", "function": {"name": "tool_search", "description":
+                         "Search 12 additional tools loaded on demand.\n\n- search_skills: Find saved skills."}},
+                        {"type": "function", "function": {"name": "tool_call"}}]}
+    neither = {"tools": [{"type": "function", "function": {"name": "tool_search", "description": "- web_fetch"}}]}
+
+    assert section_for(direct) == COMPACT_SKILLS_PROMPT
+    assert section_for(bridge) == COMPACT_SKILLS_PROMPT_ON_DEMAND and "tool_call" in COMPACT_SKILLS_PROMPT_ON_DEMAND
+    assert section_for(neither) == COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH
+    assert section_for({}) == COMPACT_SKILLS_PROMPT  # no tool information: as Hermes offers it by default

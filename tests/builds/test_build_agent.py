@@ -3,9 +3,9 @@ message reaches a real agent, and agent turns go on around a compression (driver
 
 from __future__ import annotations
 
-from semantic_skills.hermes.prompt.stub import compact_skills_prompt
+from semantic_skills.hermes.prompt.middleware import section_for
 
-from buildkit import DOCKER, OWN_BUILD, PDF, agent_loop, offered_tools, system_prompt, user_message
+from buildkit import DOCKER, OWN_BUILD, PDF, agent_loop, system_prompt, user_message
 from hermes_testkit import PLUGIN
 
 
@@ -23,7 +23,7 @@ def test_a_gateway_message_reaches_a_real_agent_with_one_block_of_its_skill(agen
     assert content.count("<skill-context") == 1 and DOCKER in content, content[:400]
     assert '<skill-context name="docker-compose-debug" mode="full">' in content
     system = system_prompt(sent[0])  # the stub's variant for the tools this platform offers
-    assert compact_skills_prompt(offered_tools(sent[0])) in system and "<available_skills>" not in system
+    assert section_for(sent[0]) in system and "<available_skills>" not in system
 
 
 def test_after_a_compression_the_system_prompt_is_the_same_and_the_next_turn_gets_its_skill(agent_report):
@@ -34,7 +34,7 @@ def test_after_a_compression_the_system_prompt_is_the_same_and_the_next_turn_get
     summaries = [r for r in requests if "messages" in r and not r.get("tools") and len(r["messages"]) == 1]
     assert summaries, "the compression asked the model for no summary"
     assert system_prompt(before) == system_prompt(after)
-    assert compact_skills_prompt(offered_tools(after)) in system_prompt(after)
+    assert section_for(after) in system_prompt(after)
     assert '<skill-context name="docker-compose-debug" mode="full">' in user_message(before)
     content = user_message(after)
     assert content.startswith(PDF) and content.count("<skill-context") == 1, content[:400]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from semantic_skills.hermes.prompt.stub import compact_skills_prompt
+from semantic_skills.hermes.prompt.middleware import section_for
 
-from buildkit import DOCKER, OFF_TOPIC, offered_tools, plugin_problems, system_prompt, user_message
+from buildkit import DOCKER, OFF_TOPIC, plugin_problems, system_prompt, user_message
 
 SKILL = "docker-compose-debug"
 
@@ -17,10 +17,11 @@ def test_both_chats_end_well_and_reach_the_model_once(chats):
 
 def test_the_system_prompt_carries_the_stub_and_not_hermes_listing(chats):
     """The stub's variant for the tools the request offers: a Hermes that defers plugin tools behind tool_search
-    offers no search_skills directly, and the stub then names skills_list."""
+    offers search_skills on demand, and the stub says how to reach it."""
     for sent in chats.requests.values():
         system = system_prompt(sent[0])
-        assert compact_skills_prompt(offered_tools(sent[0])) in system and "<available_skills>" not in system
+        assert section_for(sent[0]) in system and "<available_skills>" not in system
+        assert "search_skills" in section_for(sent[0])  # offered directly or on demand: the stub points to it
 
 
 def test_the_system_prompt_is_byte_identical_across_two_chats(chats):

@@ -22,8 +22,8 @@ from ..runtime import PluginRuntime
 from . import tools_view
 from .listing import Unrecognised, listing_span
 from .mode import prompt_mode
-from .request import replaced, system_texts, tool_names
-from .stub import COMPACT, compact_skills_prompt
+from .request import offered_on_demand, replaced, system_texts, tool_names
+from .stub import COMPACT, SEARCH_TOOL, compact_skills_prompt
 
 KIND = "llm_request"
 SOURCE = "semantic-skills"
@@ -47,8 +47,15 @@ def on_llm_request(rt: PluginRuntime, request=None, session_id=None, platform=No
                                          f"plugin recognises ({exc}); Hermes' own listing is sent")
             return None
         if span is not None:
-            stub = compact_skills_prompt(names or None)
+            stub = section_for(request)
             start, end = span
             return {"request": replaced(request, path, text[:start] + stub + text[end:]), "source": SOURCE,
                     "reason": "the compact skills section in place of Hermes' listing"}
     return None
+
+
+def section_for(request: dict) -> str:
+    """The stub's variant for the tools ``request`` offers: ``search_skills`` directly, on demand behind Hermes'
+    tool search, or not at all (the same bytes for every request of a session)."""
+    names = tool_names(request)
+    return compact_skills_prompt(names or None, offered_on_demand(request, SEARCH_TOOL))

@@ -15,8 +15,10 @@ and the order of parts, stay as they are.
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
+BRIDGE = "tool_search"  # Hermes' tool that finds the tools it loads on demand
 Path = tuple  # keys and indexes from the request to one string
 SYSTEM_ROLES = ("system", "developer")
 
@@ -54,6 +56,17 @@ def tool_names(request: dict) -> frozenset[str]:
     if isinstance(config, dict) and isinstance(config.get("tools"), list):
         names |= tool_names({"tools": config["tools"]})
     return frozenset(names)
+
+
+def offered_on_demand(request: dict, name: str) -> bool:
+    """Whether the request's ``tool_search`` bridge names ``name`` among the tools it loads on demand (Hermes
+    0.20+ defers plugin tools behind it, listing them in its description)."""
+    for tool in request.get("tools") or ():
+        function = (tool.get("function") or tool) if isinstance(tool, dict) else {}
+        if isinstance(function, dict) and function.get("name") == BRIDGE:
+            description = function.get("description")
+            return isinstance(description, str) and re.search(rf"\b{re.escape(name)}\b", description) is not None
+    return False
 
 
 def replaced(request: dict, path: Path, text: str) -> dict:

@@ -30,13 +30,18 @@ COMPACT_SKILLS_PROMPT = PRE_LOADED + (
     f"If none arrived or it does not fit, call {SEARCH_TOOL} with a short description of the task, "
     "then load a skill's full text with skill_view(name)."
 )
+COMPACT_SKILLS_PROMPT_ON_DEMAND = PRE_LOADED + (
+    f"If none arrived or it does not fit, call {SEARCH_TOOL} (through tool_describe and tool_call: it is loaded on "
+    "demand) with a short description of the task, then load a skill's full text with skill_view(name)."
+)
 COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH = PRE_LOADED + (
     "Otherwise list skills with skills_list and load one with skill_view(name)."
 )
 
 
-def compact_skills_prompt(available_tools) -> str:
-    """The constant stub, in its variant for whether ``search_skills`` is available."""
-    if available_tools is not None and SEARCH_TOOL not in available_tools:
-        return COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH
-    return COMPACT_SKILLS_PROMPT
+def compact_skills_prompt(available_tools, search_on_demand: bool = False) -> str:
+    """The constant stub, in its variant for how ``search_skills`` is offered: among ``available_tools``, on
+    demand behind Hermes' tool search (``search_on_demand``), or not at all."""
+    if available_tools is None or SEARCH_TOOL in available_tools:
+        return COMPACT_SKILLS_PROMPT
+    return COMPACT_SKILLS_PROMPT_ON_DEMAND if search_on_demand else COMPACT_SKILLS_PROMPT_WITHOUT_SEARCH
