@@ -21,11 +21,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from ..errors import ConfigError
 from ..files import file_stamp, read_regular_file
+from ..gates import DEFAULT_FLOOR
 from ..limits import DEFAULT_MAX_SKILL_CHARS
 from ..logs import logger
-from ..settings import EmbedderSettings, Settings, setting_name
+from ..settings import EmbedderSettings, SettingProblem, Settings, setting_name
 from ..skills.discovery import SkillsRoot
 from .prompt.stub import COMPACT, PROMPT_MODES
 
@@ -53,6 +53,7 @@ class PluginSettings(Settings):
     record_message_text: bool = False
     record_max_bytes: int = 4_000_000
 
+    CHOICES: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = (("prompt_mode", PROMPT_MODES),)
     RANGES: ClassVar[tuple[tuple[str, float, float], ...]] = (
         ("max_skill_chars", 500, 200_000),
         ("max_tool_chars", 500, 200_000),
@@ -62,11 +63,6 @@ class PluginSettings(Settings):
         ("warmup_wait_seconds", 0, 600),
         ("record_max_bytes", 100_000, 1_000_000_000),
     )
-
-    def check(self) -> None:
-        if self.prompt_mode not in PROMPT_MODES:
-            raise ConfigError(f"prompt_mode must be one of {', '.join(PROMPT_MODES)}, got {self.prompt_mode!r}")
-        super().check()
 
 
 SETTING_KEYS = tuple(setting_name(f.name) for f in fields(PluginSettings))
@@ -94,17 +90,37 @@ def decision_record_path(home: Path) -> Path:
 # --------------------------------------------------------------------------- pure functions of the config
 
 
-def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None) -> PluginSettings:
-    """This plugin's settings; raises :class:`ConfigError` for a bad value.
+def read_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None
+                  ) -> tuple[PluginSettings, list[SettingProblem]]:
+    """This plugin's settings as the plugin runs on them, and the invalid values it set aside.
 
-    With ``get_config`` (Hermes' ``ctx.get_config(key, default)``) each
-    setting is read through it, as Hermes resolves them; otherwise from
-    ``config`` under ``plugins.entries.semantic-skills.settings``.
+    Each setting is read on its own (:meth:`Settings.parse`): an invalid value
+    leaves that setting at its default, and only that one. The runtime, the
+    command line and ``doctor`` all read settings here. With ``get_config``
+    (Hermes' ``ctx.get_config(key, default)``) each setting is read through
+    it, as Hermes resolves them; otherwise from ``config`` under
+    ``plugins.entries.semantic-skills.settings``.
     """
     if get_config is None:
-        return PluginSettings.from_mapping(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
+        return PluginSettings.parse(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
     read = {key: get_config(key, _ABSENT) for key in SETTING_KEYS}
-    return PluginSettings.from_mapping({key: value for key, value in read.items() if value is not _ABSENT})
+    return PluginSettings.parse({key: value for key, value in read.items() if value is not _ABSENT})
+
+
+def in_use_instead(problem: SettingProblem, floor: str = "") -> str:
+    """What the plugin uses instead of ``problem``'s value, in words; ``floor``: the floor routing uses without a
+    threshold, in words, when the caller has read the index (else said in general)."""
+    if problem.key == "threshold":
+        return f"routing uses {floor or f'the index calibrated floor, else {DEFAULT_FLOOR}'}"
+    if problem.key in ("settings", "embedder"):
+        return f"the plugin uses the default for every {'embedder field' if problem.key == 'embedder' else 'setting'}"
+    shown = problem.using if problem.using != "" else "none"
+    return f"the plugin uses {shown} (the default)"
+
+
+def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None) -> PluginSettings:
+    """The settings :func:`read_settings` gives (an invalid value at its default)."""
+    return read_settings(config, get_config)[0]
 
 
 def unknown_settings(config: dict) -> list[tuple[str, str | None]]:

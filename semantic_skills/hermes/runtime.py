@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..decision_log import DecisionLog
-from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
 from .budget import Deadline, route_timeout
@@ -30,10 +29,11 @@ from .config import (
     SETTINGS_KEY,
     PluginSettings,
     decision_record_path,
+    in_use_instead,
     index_dir,
     load_config,
     not_a_setting,
-    plugin_settings,
+    read_settings,
     state_dir,
     unknown_settings,
 )
@@ -98,12 +98,11 @@ class PluginRuntime:
         where = self.home / "config.yaml"
         for key, meant in unknown_settings(config):
             self.log_once(logging.WARNING, f"{where}: {not_a_setting(key, meant)}; it is ignored")
-        try:
-            return plugin_settings(config, _plugin_config)
-        except ConfigError as exc:
-            self.log_once(logging.WARNING, f"invalid settings under {SETTINGS_KEY} in {where}: {exc}; using the "
-                                           "defaults")
-            return PluginSettings()
+        settings, problems = read_settings(config, _plugin_config)
+        for problem in problems:  # that setting alone falls back: every other one applies
+            self.log_once(logging.WARNING, f"{where}: {SETTINGS_KEY}.{problem.describe()}; "
+                                           f"{in_use_instead(problem)} until it is fixed ({HERMES_COMMAND} doctor)")
+        return settings
 
     def route_timeout(self) -> float:
         """How long the gateway loop may wait for a routing answer, in seconds."""
