@@ -3,6 +3,7 @@ finishes with the routing worker last, every fix runs, and an empty library is a
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -93,6 +94,32 @@ def test_an_empty_library_is_a_state_and_nothing_suggested_refuses(tmp_path, her
         done = subprocess.run(["bash", "-c", command], env={**subprocess_env(home), "PATH": path},
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, command + done.stdout + done.stderr
+
+
+def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path, hermes_home, caplog):
+    from semantic_skills.hermes.prompt.mode import prompt_mode
+    from semantic_skills.hermes.prompt.stub import COMPACT, LISTING
+    from semantic_skills.hermes.runtime import get_runtime
+
+    empty = tmp_path / "no-skills-yet"
+    empty.mkdir()
+    home = make_home(tmp_path, hermes_home.checkout, empty, index_dir=str(tmp_path / "index"))
+    build_index(home)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="semantic_skills"):
+            empty_mode = prompt_mode(home, "empty-library")
+        (empty / "one").mkdir()
+        (empty / "one" / "SKILL.md").write_text("---\nname: one\ndescription: the first skill\n---\nBody.\n")
+        build_index(home)
+        one_skill = prompt_mode(home, "one-skill")
+    finally:
+        get_runtime(home, start=False).close()
+
+    assert (empty_mode, one_skill) == (LISTING, COMPACT)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in caplog.records if "holds no skills" in r.getMessage()] == [
+        f"semantic-skills: the index in {tmp_path / 'index'} holds no skills; new sessions keep Hermes' own skills "
+        "listing until skills are added and built"]
 
 
 def test_a_failing_check_hides_no_later_check_that_can_run(monkeypatch, hermes_home):
