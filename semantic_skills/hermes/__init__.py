@@ -39,7 +39,7 @@ def register(ctx) -> None:
                              handler_fn=cli_command.run, description=cli_command.HELP)
     get_config = getattr(ctx, "get_config", None)
     use_plugin_config(get_config if callable(get_config) else None)
-    runtime = get_runtime()
+    runtime = get_runtime(start=not runs_own_command())  # `hermes semantic-skills ...` routes nothing
     known_hooks = valid_hooks()
     for name in HOOKS:
         if known_hooks is None or name in known_hooks:  # an unknown hook name only earns a warning from Hermes
@@ -58,6 +58,21 @@ def register(ctx) -> None:
     problem = dependency_problem(runtime.home, runtime.settings, runtime.index_dir)
     if problem:
         runtime.log_once(logging.WARNING, problem)
+
+
+def runs_own_command(argv: list[str] | None = None) -> bool:
+    """This Hermes process was started to run the plugin's own command line (``hermes [-p NAME] semantic-skills
+    ...``), which routes nothing: no routing worker is started for it (its model load would only compete with
+    the command's own, as ``doctor``'s)."""
+    from .config import PLUGIN_NAME
+
+    arguments = iter((sys.argv if argv is None else argv)[1:])
+    for argument in arguments:
+        if argument in ("-p", "--profile"):
+            next(arguments, None)
+        elif not argument.startswith("-"):
+            return argument == PLUGIN_NAME
+    return False
 
 
 def dependency_problem(home, settings, index_dir) -> str:

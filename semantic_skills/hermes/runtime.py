@@ -147,9 +147,9 @@ def use_plugin_config(get_config: Callable[[str, Any], Any] | None) -> None:
     _plugin_config = get_config
 
 
-def get_runtime(home: Path | None = None) -> PluginRuntime:
-    """The runtime for ``home`` (default: the Hermes home of this call), created and its worker started on
-    first use."""
+def get_runtime(home: Path | None = None, start: bool = True) -> PluginRuntime:
+    """The runtime for ``home`` (default: the Hermes home of this call), created on first use, its worker
+    started unless ``start`` is False (then the first call that starts it does)."""
     home = home or hermes_home()
     with _runtimes_lock:
         runtime = _runtimes.get(home)
@@ -157,8 +157,9 @@ def get_runtime(home: Path | None = None) -> PluginRuntime:
             if not _runtimes:
                 atexit.register(close_all)
             runtime = _runtimes[home] = PluginRuntime(home)
-            runtime.client.start()
-        return runtime
+    if start:
+        runtime.client.start()  # idempotent, and a no-op once the client is closed
+    return runtime
 
 
 def current_runtime() -> PluginRuntime | None:

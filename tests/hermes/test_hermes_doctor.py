@@ -156,3 +156,40 @@ def test_the_verdict_says_routing_works_whenever_a_route_succeeded(statuses, hea
     assert report.verdict(checks, setup) == report.Verdict(healthy, text)
 
 
+
+@pytest.mark.parametrize("argv, own", [
+    (["hermes", "semantic-skills", "status"], True),
+    (["/venv/bin/hermes", "-p", "work", "semantic-skills", "doctor"], True),
+    (["hermes", "--profile", "semantic-skills", "chat"], False),  # a profile of that name, running a chat
+    (["hermes", "chat", "-q", "semantic-skills"], False),
+    (["hermes"], False),
+])
+def test_the_plugins_own_command_is_told_from_a_hermes_that_chats(argv, own):
+    from semantic_skills.hermes import runs_own_command
+
+    assert runs_own_command(argv) is own
+
+
+class RecordingContext:
+    """A plugin context that accepts every registration and keeps nothing."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def test_register_for_the_plugins_own_command_starts_no_worker_and_says_nothing_at_info(tmp_path, monkeypatch,
+                                                                                       caplog):
+    from semantic_skills.hermes import register
+    from semantic_skills.hermes.runtime import get_runtime
+
+    home = make_home(tmp_path, tmp_path, tmp_path / "skills")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setattr(sys, "argv", ["hermes", "semantic-skills", "status"])
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        register(RecordingContext())
+    runtime = get_runtime(home, start=False)
+    try:
+        assert runtime.client._supervisor is None  # no routing worker: this process only runs a command
+    finally:
+        runtime.close()
+    assert not [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
