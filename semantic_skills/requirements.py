@@ -215,9 +215,40 @@ def packages_only_this_uses(path: list[str] | None = None) -> list[str]:
 
 
 def installed_size(names: list[str], path: list[str] | None = None) -> int:
-    """Bytes the files of the installed distributions ``names`` take, as their RECORD lists them."""
+    """Bytes on disk that ``pip uninstall`` of the installed distributions ``names`` frees: each file their RECORD
+    lists and the compiled ``__pycache__`` copies of their modules, counted by the blocks they take (as ``du``
+    counts them), each file once."""
     installed = _installed(path)
-    return sum(f.size or 0 for name in names if name in installed for f in installed[name].files or ())
+    files = set()
+    for name in names:
+        for entry in (installed[name].files or ()) if name in installed else ():
+            located = Path(installed[name].locate_file(entry))
+            files.add(located)
+            if located.suffix == ".py":
+                files.update(located.parent.glob(f"__pycache__/{located.stem}.*.pyc"))
+    return disk_usage(files)
+
+
+def disk_usage(paths, seen: set | None = None) -> int:
+    """Bytes the blocks of ``paths`` take on disk, folders with all they hold (no link followed), each file once."""
+    seen = set() if seen is None else seen
+    total = 0
+    for path in paths:
+        try:
+            stat = os.lstat(path)
+        except OSError:
+            continue
+        if (stat.st_dev, stat.st_ino) in seen:
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        total += stat.st_blocks * 512
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                children = [os.path.join(path, child) for child in os.listdir(path)]
+            except OSError:
+                children = []
+            total += disk_usage(children, seen)
+    return total
 
 
 def _installed(path: list[str] | None) -> dict:
