@@ -77,7 +77,7 @@ def install_command(backend: str = "sentence-transformers", python: str | None =
                     host: str | None = None) -> str:
     """One shell line that installs this package's dependencies into ``python`` (default: this Python).
 
-    For the ``onnx`` backend it is the torch-free install (see README
+    For the ``onnx`` backend it is the torch-free install (see docs/install.md,
     "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
     adds its extra. On Linux without PyTorch and without an NVIDIA driver, the
     CPU-only PyTorch comes first, so pip does not fetch the CUDA libraries.

@@ -279,11 +279,12 @@ def test_doctor_warns_of_an_entry_point_an_older_install_left(_isolated_hermes_h
 
 
 def documented_config_commands() -> list[list[str]]:
-    """Every `hermes config set/unset` line of the README and after-install.md, as argument lists."""
+    """Every `hermes config set/unset` line of the README, after-install.md and the docs that show them, as argument
+    lists."""
     import shlex
 
     commands = []
-    for doc in ("README.md", "after-install.md"):
+    for doc in ("README.md", "after-install.md", "docs/configuration.md", "docs/install.md"):
         for block in (REPO / doc).read_text(encoding="utf-8").split("```bash\n")[1:]:
             for line in block.split("```")[0].splitlines():
                 line = line.split("  #")[0].replace("$S", SETTINGS_KEY).strip()
