@@ -171,15 +171,19 @@ def test_the_plugins_own_command_is_told_from_a_hermes_that_chats(argv, own):
 
 
 class RecordingContext:
-    """A plugin context that accepts every registration and keeps nothing."""
+    """A plugin context as Hermes 0.19's: it accepts every registration and keeps nothing, and has no get_config
+    (which register() would install process-wide)."""
 
     def __getattr__(self, name):
+        if not name.startswith("register_"):
+            raise AttributeError(name)
         return lambda *args, **kwargs: None
 
 
 def test_register_for_the_plugins_own_command_starts_no_worker_and_says_nothing_at_info(tmp_path, monkeypatch,
                                                                                        caplog):
     from semantic_skills.hermes import register
+    from semantic_skills.hermes import runtime as runtime_module
     from semantic_skills.hermes.runtime import get_runtime
 
     home = make_home(tmp_path, tmp_path, tmp_path / "skills")
@@ -187,6 +191,7 @@ def test_register_for_the_plugins_own_command_starts_no_worker_and_says_nothing_
     monkeypatch.setattr(sys, "argv", ["hermes", "semantic-skills", "status"])
     with caplog.at_level(logging.INFO, logger="semantic_skills"):
         register(RecordingContext())
+    assert runtime_module._plugin_config is None  # nothing left behind for the next test
     runtime = get_runtime(home, start=False)
     try:
         assert runtime.client._supervisor is None  # no routing worker: this process only runs a command
