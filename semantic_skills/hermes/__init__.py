@@ -79,7 +79,7 @@ def dependency_problem(home, settings, index_dir) -> str:
     """One line naming what this Python lacks of the plugin's dependencies (the packages ``doctor`` names, read
     the same way) and the fix; "" when it lacks nothing."""
     from ..settings import EmbedderSettings
-    from .config import HERMES_COMMAND, HERMES_DISTRIBUTION
+    from .config import HERMES_DISTRIBUTION, hermes_command
     from .doctor.dependencies import missing_dependencies, routing_backend
     from .doctor.install_fix import install_fix
 
@@ -92,7 +92,7 @@ def dependency_problem(home, settings, index_dir) -> str:
                       host=HERMES_DISTRIBUTION).fix
     state = "not routing" if found.blocking else "routing may still work"
     return (f"{state}: the Python that runs the plugin ({sys.executable}) {found.words()}; "
-            f"fix: {fix} (then check with: {HERMES_COMMAND} doctor)")
+            f"fix: {fix} (then check with: {hermes_command(home)} doctor)")
 
 
 def _guarded(name: str, hook):

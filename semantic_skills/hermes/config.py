@@ -76,6 +76,12 @@ def hermes_cli(home: Path) -> str:
     return f"HERMES_HOME={shlex.quote(str(home))} hermes"
 
 
+def hermes_command(home: Path) -> str:
+    """How to run this plugin's command line on ``home`` from a shell: ``hermes semantic-skills``, with
+    ``HERMES_HOME=...`` first when ``home`` is not the default one (a profile's, say)."""
+    return f"{hermes_cli(home)} {PLUGIN_NAME}"
+
+
 def state_dir(home: Path) -> Path:
     """The plugin's own files in a Hermes home: the dedupe record, the decision record (and, by default, the
     index)."""

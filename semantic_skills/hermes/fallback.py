@@ -30,7 +30,7 @@ from ..index import MANIFEST
 from ..skills.discovery import discover_skills
 from ..skills.words import match_by_words
 from ..worker.protocol import FAILED, WAITING_FOR_INDEX
-from .config import HERMES_COMMAND
+from .config import hermes_command
 from .offer.roots import scanned_roots
 from .offer.rules import Offer, session_dependent
 
@@ -45,7 +45,7 @@ def routing_problem(rt: PluginRuntime) -> str:
     if status.state in (FAILED, WAITING_FOR_INDEX) and status.detail:
         return status.detail
     if not (rt.index_dir / MANIFEST).is_file():
-        return f"no skill index in {rt.index_dir}; build one with: {HERMES_COMMAND} build"
+        return f"no skill index in {rt.index_dir}; build one with: {hermes_command(rt.home)} build"
     return ""
 
 

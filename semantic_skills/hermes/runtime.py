@@ -24,11 +24,11 @@ from ..logs import OnceLogger
 from ..worker.client import RouterClient
 from .budget import Deadline, route_timeout
 from .config import (
-    HERMES_COMMAND,
     HERMES_DISTRIBUTION,
     SETTINGS_KEY,
     PluginSettings,
     decision_record_path,
+    hermes_command,
     in_use_instead,
     index_dir,
     load_config,
@@ -57,7 +57,7 @@ class PluginRuntime:
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
         self.block_limit = hook_context_limit()  # the longest block, whichever path carries it
-        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND,
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=hermes_command(home),
                                    host=HERMES_DISTRIBUTION)
         self.trust = TrustStore(state_dir(home) / STATE_FILE, settings.dedupe_max_sessions,
                                 settings.dedupe_ttl_seconds, log_once=self.log_once)
@@ -100,8 +100,8 @@ class PluginRuntime:
             self.log_once(logging.WARNING, f"{where}: {not_a_setting(key, meant)}; it is ignored")
         settings, problems = read_settings(config, _plugin_config)
         for problem in problems:  # that setting alone falls back: every other one applies
-            self.log_once(logging.WARNING, f"{where}: {SETTINGS_KEY}.{problem.describe()}; "
-                                           f"{in_use_instead(problem)} until it is fixed ({HERMES_COMMAND} doctor)")
+            self.log_once(logging.WARNING, f"{where}: {SETTINGS_KEY}.{problem.describe()}; {in_use_instead(problem)} "
+                                           f"until it is fixed ({hermes_command(self.home)} doctor)")
         return settings
 
     def route_timeout(self) -> float:

@@ -43,13 +43,23 @@ def stream_hermes(home: Path, *args: str) -> tuple[int, list[tuple[float, str]]]
     return child.wait(timeout=600), lines
 
 
-def test_doctor_streams_its_lines_and_says_routing_works_with_what_falls_back(tmp_path, hermes_home):
+def index_with(embedder, skills: Path, index_dir: Path) -> None:
+    """An index of ``skills`` built with the session's loaded model (no model load of its own)."""
+    from semantic_skills.builder import build_index as build
+    from semantic_skills.skills.discovery import SkillsRoot
+
+    build([SkillsRoot(skills.resolve())], index_dir, embedder)
+
+
+def test_doctor_streams_its_lines_and_says_routing_works_with_what_falls_back(tmp_path, hermes_home,
+                                                                             bundled_embedder):
     """An invalid threshold falls back alone: Hermes routes all the same, and doctor says so, line by line as each
     check ends, the routing worker last. (A dependency a new release declares: test_hermes_install.py.)"""
     skills = tmp_path / "skills"
     shutil.copytree(EXAMPLE_SKILLS, skills)
-    home = make_home(tmp_path, hermes_home.checkout, skills, threshold="high", prompt_mode="full")
-    build_index(home)
+    home = make_home(tmp_path, hermes_home.checkout, skills, threshold="high", prompt_mode="full",
+                     index_dir=str(tmp_path / "index"))
+    index_with(bundled_embedder, skills, tmp_path / "index")
 
     code, timed = stream_hermes(home, "semantic-skills", "doctor")
 
@@ -88,15 +98,16 @@ def test_an_empty_library_is_a_state_and_nothing_suggested_refuses(tmp_path, her
     assert any(line.startswith("ok   index: holds no skills") for line in lines)
     assert any(line.startswith("ok   worker: ") and "the index holds no skills" in line for line in lines)
     suggested = set(re.findall(r"`([^`]+)`", doctor.stdout + status.stdout))
-    assert suggested == {f"HERMES_HOME={home} hermes semantic-skills build", "hermes semantic-skills build"}
+    assert suggested == {f"HERMES_HOME={home} hermes semantic-skills build"}  # for this home, from both
+    env = {**subprocess_env(home), "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    del env["HERMES_HOME"]  # it runs as printed: the command names the home itself
     for command in suggested:  # each one runs, and succeeds
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-        done = subprocess.run(["bash", "-c", command], env={**subprocess_env(home), "PATH": path},
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, command + done.stdout + done.stderr
 
 
-def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path, hermes_home, caplog):
+def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path, hermes_home, bundled_embedder,
+                                                                       caplog):
     from semantic_skills.hermes.prompt.mode import prompt_mode
     from semantic_skills.hermes.prompt.stub import COMPACT, LISTING
     from semantic_skills.hermes.runtime import get_runtime
@@ -110,7 +121,7 @@ def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path
             empty_mode = prompt_mode(home, "empty-library")
         (empty / "one").mkdir()
         (empty / "one" / "SKILL.md").write_text("---\nname: one\ndescription: the first skill\n---\nBody.\n")
-        build_index(home)
+        index_with(bundled_embedder, empty, tmp_path / "index")
         one_skill = prompt_mode(home, "one-skill")
     finally:
         get_runtime(home, start=False).close()
@@ -168,6 +179,14 @@ def test_the_plugins_own_command_is_told_from_a_hermes_that_chats(argv, own):
     from semantic_skills.hermes import runs_own_command
 
     assert runs_own_command(argv) is own
+
+
+def test_usage_lines_show_the_command_without_the_home_it_sets(monkeypatch):
+    from semantic_skills.errors import COMMAND_ENV, command, program_name
+
+    monkeypatch.setenv(COMMAND_ENV, "HERMES_HOME=/srv/profiles/work hermes semantic-skills")
+    assert program_name() == "hermes semantic-skills"
+    assert command("build") == "HERMES_HOME=/srv/profiles/work hermes semantic-skills build"  # fixes name the home
 
 
 class RecordingContext:

@@ -78,7 +78,8 @@ def test_without_dependencies_hermes_keeps_its_own_listing_and_shows_the_fix(bar
     assert set(state["hooks"]) >= {"pre_gateway_dispatch", "pre_llm_call"} and state["tools"] == ["search_skills"]
     said, = state["not_routing"]  # one line, in agent.log, naming what doctor names, with the same fix
     assert said == (f"semantic-skills: not routing: the Python that runs the plugin ({bare.python}) lacks numpy, "
-                    f"faiss-cpu; fix: {bare.install} (then check with: hermes semantic-skills doctor)")
+                    f"faiss-cpu; fix: {bare.install} (then check with: HERMES_HOME={bare.home} hermes semantic-skills "
+                    "doctor)")
     assert "<available_skills>" in state["listing"] and "pdf-to-markdown" in state["listing"]
     assert state["sent"] == "You are Hermes.\n\n" + state["listing"]  # Hermes' own listing goes out
 
@@ -162,7 +163,8 @@ def test_doctor_without_pytorch_or_a_gpu_recommends_the_install_without_it_and_o
     shown, = json.loads(loaded.stdout.strip().splitlines()[-1])["not_routing"]  # what agent.log says
     # the same recommendation; under Hermes the install names hermes-agent, so pip keeps Hermes' pins
     under_hermes = install_command("onnx", python=str(python), host="hermes-agent")
-    assert shown.endswith(f"; fix: {under_hermes} && {set_onnx} (then check with: hermes semantic-skills doctor)")
+    assert shown.endswith(f"; fix: {under_hermes} && {set_onnx} (then check with: HERMES_HOME={home} hermes "
+                          "semantic-skills doctor)")
     assert f"lacks {', '.join(reports['no-gpu']['facts']['missing'])};" in shown  # the packages doctor names
 
 

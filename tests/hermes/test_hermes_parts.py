@@ -395,7 +395,7 @@ def test_runtime_falls_back_for_the_invalid_setting_only_and_says_so_once(tmp_pa
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [f"semantic-skills: {home / 'config.yaml'}: plugins.entries.semantic-skills.settings."
                         "warmup_wait_seconds -1 is not a number from 0 to 600; the plugin uses 15.0 (the default) "
-                        "until it is fixed (hermes semantic-skills doctor)"]
+                        f"until it is fixed (HERMES_HOME={home} hermes semantic-skills doctor)"]
 
 
 def test_default_route_budget_depends_on_the_embedder(tmp_path):

@@ -51,7 +51,7 @@ class Setup:
 
     @property
     def under_hermes(self) -> bool:
-        return self.command == HERMES_COMMAND
+        return self.command.endswith(HERMES_COMMAND)  # "HERMES_HOME=... hermes semantic-skills" for a profile
 
     @property
     def hermes(self) -> str:
@@ -60,8 +60,9 @@ class Setup:
 
     def run(self, arguments: str) -> str:
         """How to run this command line's ``arguments`` on this home from a shell, as the user runs it."""
-        prefix = self.hermes.removesuffix("hermes")  # "HERMES_HOME=... " when this home is not the default one
-        return f"{prefix}{command_name()} {arguments}"
+        named = command_name()  # under Hermes it names the home already
+        prefix = "" if "HERMES_HOME=" in named else self.hermes.removesuffix("hermes")
+        return f"{prefix}{named} {arguments}"
 
 
 @dataclass(frozen=True)
