@@ -107,7 +107,7 @@ def test_an_empty_library_is_a_state_and_nothing_suggested_refuses(tmp_path, her
 
 
 def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path, hermes_home, bundled_embedder,
-                                                                       caplog):
+                                                                       caplog, monkeypatch):
     from semantic_skills.hermes.prompt.mode import prompt_mode
     from semantic_skills.hermes.prompt.stub import COMPACT, LISTING
     from semantic_skills.hermes.runtime import get_runtime
@@ -116,6 +116,8 @@ def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path
     empty.mkdir()
     home = make_home(tmp_path, hermes_home.checkout, empty, index_dir=str(tmp_path / "index"))
     build_index(home)
+    runtime = get_runtime(home, start=False)
+    monkeypatch.setattr(runtime.client, "start", lambda: None)  # the section is read from the index, not the worker
     try:
         with caplog.at_level(logging.DEBUG, logger="semantic_skills"):
             empty_mode = prompt_mode(home, "empty-library")
@@ -124,7 +126,7 @@ def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path
         index_with(bundled_embedder, empty, tmp_path / "index")
         one_skill = prompt_mode(home, "one-skill")
     finally:
-        get_runtime(home, start=False).close()
+        runtime.close()
 
     assert (empty_mode, one_skill) == (LISTING, COMPACT)
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
