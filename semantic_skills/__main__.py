@@ -1,4 +1,4 @@
 from .cli import main
-from .errors import command_name
+from .errors import program_name
 
-main(prog_name=command_name())
+main(prog_name=program_name())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 DEFAULT_COMMAND = "semantic-skills"
 COMMAND_ENV = "SEMANTIC_SKILLS_COMMAND"  # set by a host that runs this command line under another name
@@ -57,6 +58,18 @@ def command_name() -> str:
     """What the user calls this command line where they are: ``semantic-skills``, or the name a host set in
     ``COMMAND_ENV``."""
     return os.environ.get(COMMAND_ENV) or DEFAULT_COMMAND
+
+
+def program_name() -> str:
+    """:func:`command_name` without the variables it sets first (``HERMES_HOME=... hermes semantic-skills`` for a
+    Hermes home that is not the default one): what a usage line shows."""
+    words = command_name().split(" ")
+    while len(words) > 1 and _ASSIGNMENT.match(words[0]):
+        words.pop(0)
+    return " ".join(words)
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 
 
 def command(arguments: str) -> str:

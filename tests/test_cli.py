@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -413,11 +414,31 @@ def test_demo_runs_without_network(default_model):
         sys.argv = ["semantic-skills", "demo"]
         runpy.run_module("semantic_skills", run_name="__main__")
         """)
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert "Built an index of 10 example skills" in result.stdout
-    assert "inject pdf-to-markdown" in result.stdout
-    assert "inject nothing (small talk" in result.stdout
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    timed = [(time.monotonic(), line) for line in child.stdout]  # when each line arrives
+    stderr = child.stderr.read()
+    assert child.wait(timeout=300) == 0, stderr
+    stdout = "".join(line for _, line in timed)
+    assert timed[0][1].startswith(f"Building an index of the example skills in {EXAMPLES / 'skills'} with the "
+                                  "bundled model (loading it takes a few seconds)...")
+    built = next(at for at, line in timed if line.startswith("Built an index of 10 example skills"))
+    assert built - timed[0][0] > 1.0  # said at once, not with everything else once the model has loaded
+    assert "inject pdf-to-markdown" in stdout
+    assert "inject nothing (small talk" in stdout
+
+
+def test_a_wait_longer_than_two_seconds_is_announced_on_a_terminal_only(capsys, monkeypatch):
+    from semantic_skills.cli.progress import announced
+
+    for terminal in (True, False):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+        with announced("loading the model", after=0.05):
+            time.sleep(0.5)
+        with announced("never said", after=5):
+            pass
+    time.sleep(0.1)
+    assert capsys.readouterr().err == "loading the model...\n"  # once: on the terminal, for the slow wait
 
 
 def test_the_installed_console_script_runs(examples_index):

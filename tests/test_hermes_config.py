@@ -3,6 +3,7 @@ plugin's settings as ``hermes config set`` writes them and ``doctor`` checks the
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -20,6 +21,7 @@ from semantic_skills.hermes.config import (
     disabled_skill_names,
     load_config,
     plugin_settings,
+    read_settings,
     skills_roots,
     unknown_settings,
 )
@@ -133,9 +135,10 @@ def test_every_setting_can_be_set_by_hermes_config_set_without_touching_the_rest
 
 
 def settings_line(home: Path):
-    from semantic_skills.hermes.doctor import setup_checks as doctor
+    from semantic_skills.hermes.doctor.settings_check import settings_check
+    from semantic_skills.hermes.doctor.setup_checks import read_setup
 
-    return doctor.settings_check(doctor._setup()[0], None)
+    return settings_check(read_setup())
 
 
 def run_fix(fix: str) -> None:
@@ -164,6 +167,60 @@ def test_doctor_names_a_misspelt_setting_and_its_fix_renames_it(_isolated_hermes
     run_fix(line.fix)
     assert settings_line(home).status == "ok"
     assert plugin_settings(load_config(home)) == PluginSettings(floor=0.4, embedder=EmbedderSettings(backend="onnx"))
+
+
+def test_doctor_says_what_the_plugin_uses_for_an_invalid_value_and_its_fixes_run(
+        _isolated_hermes_home, hermes_installed):
+    from semantic_skills.hermes.runtime import PluginRuntime
+
+    home, hermes = _isolated_hermes_home, f"HERMES_HOME={_isolated_hermes_home} hermes"
+    bad = {"threshold": "high", "prompt_mode": "tiny", "embedder": {"backend": "onnx"}}
+    (home / "config.yaml").write_text(yaml.safe_dump({"plugins": {**ENABLED["plugins"], "entries": {
+        "semantic-skills": {"settings": bad}}}}))
+
+    line = settings_line(home)
+
+    assert line.status == "warn" and line.detail == (
+        "threshold 'high' is not a number from 0.30 to 1.0: routing uses 0.38 (the default floor); prompt_mode "
+        "'tiny' is not one of compact, full: the plugin uses compact (the default); every other setting applies as set")
+    assert line.fix == (f"{hermes} config unset {SETTINGS_KEY}.threshold && "
+                        f"{hermes} config unset {SETTINGS_KEY}.prompt_mode")
+    assert line.alternative == (
+        f"to set threshold to a number from 0.30 to 1.0: {hermes} config set {SETTINGS_KEY}.threshold 0.38; "
+        f"to set prompt_mode to one of compact, full: {hermes} config set {SETTINGS_KEY}.prompt_mode full")
+    assert [entry["setting"] for entry in line.facts["invalid"]] == ["threshold", "prompt_mode"]
+    runtime = PluginRuntime(home)  # what doctor says the plugin uses is what it runs on: only those two fall back
+    try:
+        assert runtime.settings == PluginSettings(embedder=EmbedderSettings(backend="onnx"))
+    finally:
+        runtime.close()
+
+    run_fix(line.fix)
+    assert settings_line(home).status == "ok"
+    assert plugin_settings(load_config(home)) == PluginSettings(embedder=EmbedderSettings(backend="onnx"))
+    write_plugin_settings(home, bad)
+    run_fix(" && ".join(choice.split(": ", 1)[1] for choice in line.alternative.split("; ")))
+    assert settings_line(home).status == "ok"
+    assert plugin_settings(load_config(home)) == PluginSettings(floor=0.38, prompt_mode="full",
+                                                                embedder=EmbedderSettings(backend="onnx"))
+
+
+def test_the_threshold_fallback_doctor_names_is_the_floor_of_the_index(_isolated_hermes_home, tmp_path):
+    from semantic_skills.hermes.doctor.settings_check import index_floor
+    from semantic_skills.hermes.doctor.setup_checks import read_setup
+
+    index = tmp_path / "index"
+    index.mkdir()
+    write_plugin_settings(_isolated_hermes_home, {"threshold": "high", "index_dir": str(index)})
+    assert index_floor(read_setup()) == (0.38, "the default floor")
+    (index / "manifest.json").write_text(json.dumps({"embedder": {"backend": "onnx"}, "router": {"threshold": 0.41}}))
+    assert index_floor(read_setup()) == (0.41, "the index's calibrated value")
+    assert "routing uses 0.41 (the index's calibrated value)" in settings_line(_isolated_hermes_home).detail
+
+
+def write_plugin_settings(home: Path, settings: dict) -> None:
+    (home / "config.yaml").write_text(yaml.safe_dump({"plugins": {**ENABLED["plugins"], "entries": {
+        "semantic-skills": {"settings": settings}}}}))
 
 
 def test_the_plugin_logs_a_key_that_is_not_a_setting_once(_isolated_hermes_home, caplog):
@@ -196,7 +253,7 @@ def test_doctor_says_when_hermes_does_not_load_the_plugin_and_how_to_enable_it(_
     (home / "plugins" / "semantic-skills").mkdir(parents=True)
     (home / "config.yaml").write_text(yaml.safe_dump({"plugins": plugins}))
 
-    line = doctor.plugin_check(doctor._setup()[0])
+    line = doctor.plugin_check(doctor.read_setup())
 
     assert (line.status, line.detail) == ("fail", detail.format(config=home / "config.yaml"))
     assert line.fix == f"HERMES_HOME={home} hermes plugins enable semantic-skills --no-allow-tool-override"
@@ -212,21 +269,22 @@ def test_doctor_warns_of_an_entry_point_an_older_install_left(_isolated_hermes_h
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: semantic-skills-old\nVersion: 0.0.1\n")
     (dist / "entry_points.txt").write_text("[hermes_agent.plugins]\nsemantic-skills = semantic_skills.hermes\n")
-    assert doctor.plugin_check(doctor._setup()[0]).status == "ok"
+    assert doctor.plugin_check(doctor.read_setup()).status == "ok"
 
     monkeypatch.syspath_prepend(str(dist.parent))
-    line = doctor.plugin_check(doctor._setup()[0])
+    line = doctor.plugin_check(doctor.read_setup())
 
     assert line.status == "warn" and "entry point" in line.detail and line.fix.endswith(" -m pip install -e "
                                                                                           + str(REPO))
 
 
 def documented_config_commands() -> list[list[str]]:
-    """Every `hermes config set/unset` line of the README and after-install.md, as argument lists."""
+    """Every `hermes config set/unset` line of the README, after-install.md and the docs that show them, as argument
+    lists."""
     import shlex
 
     commands = []
-    for doc in ("README.md", "after-install.md"):
+    for doc in ("README.md", "after-install.md", "docs/configuration.md", "docs/install.md"):
         for block in (REPO / doc).read_text(encoding="utf-8").split("```bash\n")[1:]:
             for line in block.split("```")[0].splitlines():
                 line = line.split("  #")[0].replace("$S", SETTINGS_KEY).strip()
@@ -247,5 +305,5 @@ def test_the_documented_config_commands_set_valid_settings_and_keep_the_plugin_e
     for action, key, *value in commands:
         set_config_value(key, *value) if action == "set" else unset_config_value(key)
         config = load_config(home)
-        plugin_settings(config)  # never an invalid value
+        assert read_settings(config)[1] == [], key  # never an invalid value
         assert unknown_settings(config) == [] and config["plugins"]["enabled"] == ["semantic-skills"], key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import tomllib
 from pathlib import Path
 
@@ -149,7 +150,12 @@ def test_the_packages_to_uninstall_are_those_only_the_plugin_needs(tmp_path):
     only_mine = requirements.packages_only_this_uses(path=[str(site)])
 
     assert only_mine == ["semantic-skills", "fast-part", "heavy", "runtime", "tool"]
-    assert requirements.installed_size(only_mine, path=[str(site)]) == 5000
+    (site / "heavy" / "__pycache__").mkdir()  # compiled at import: not in RECORD, but pip removes it too
+    (site / "heavy" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"c" * 9000)
+    files = [site / name / "__init__.py" for name in ("semantic-skills", "fast-part", "heavy", "runtime", "tool")]
+    files.append(site / "heavy" / "__pycache__" / "__init__.cpython-311.pyc")
+    on_disk = sum(os.lstat(file).st_blocks * 512 for file in files)  # what du counts: whole blocks
+    assert requirements.installed_size(only_mine, path=[str(site)]) == on_disk >= 5000 + 9000
     assert requirements.packages_only_this_uses(path=[str(tmp_path / "empty")]) == []  # not installed: nothing
 
 

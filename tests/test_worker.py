@@ -16,6 +16,7 @@ from semantic_skills.builder import build_index
 from semantic_skills.gates import Gate
 from semantic_skills.injection import cap_body, skill_body
 from semantic_skills.limits import MAX_BODY_CHARS
+from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.skills.parsing import parse_skill
@@ -182,19 +183,28 @@ def test_without_an_index_the_worker_waits_and_says_so(tmp_path):
     assert code == 0  # stdin closed: the worker ends on its own
 
 
-def test_an_index_without_skills_loads_and_every_route_answers_nothing(tmp_path, bundled_embedder):
-    (tmp_path / "no-skills").mkdir()
-    build_index([SkillsRoot(tmp_path / "no-skills")], tmp_path / "index", bundled_embedder)
-    served = Worker(Startup(str(tmp_path / "index")))
+def test_an_index_without_skills_loads_no_model_answers_nothing_and_routes_once_skills_come(tmp_path,
+                                                                                           bundled_embedder):
+    skills, index = tmp_path / "no-skills", tmp_path / "index"
+    skills.mkdir()
+    build_index([SkillsRoot(skills)], index, bundled_embedder)
+    assert SkillRouter.from_settings(index, EmbedderSettings()).embedder._model is None  # an empty library: no model
+    served = Worker(Startup(str(index)))
     try:
         served.wait_for_state(READY)
         route = served.ask("route", text=PDF, exclude=[])
         search = served.ask("search", text=PDF, limit=3, exclude=[])
+        shutil.copytree(EXAMPLES / "skills" / "documents", skills / "documents")
+        build_index([SkillsRoot(skills)], index, bundled_embedder)
+        assert wait_until(lambda: any(e.get("state") == READY and e.get("skills") for e in served.events),
+                          timeout=WORKER_READY_SECONDS)  # the rebuilt index is swapped in, its model loaded
+        routed = served.ask("route", text=PDF, exclude=[])
     finally:
         served.close()
 
     assert route["ok"] is True and route["skill"] is None and route["reason"] == "the index holds no skills"
     assert (search["ok"], search["results"], search["best"]) == (True, [], None)
+    assert routed["ok"] is True and routed["skill"] == "pdf-to-markdown"
 
 
 def test_bad_start_up_settings_are_one_line_and_a_non_zero_exit():

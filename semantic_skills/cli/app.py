@@ -93,7 +93,7 @@ def echo_json(data) -> None:
 index_dir_option = click.option(
     "--index-dir", type=click.Path(file_okay=False, path_type=Path),
     help="Index folder (default: $SEMANTIC_SKILLS_INDEX_DIR, the index_dir setting, or the Hermes home's own, "
-         "see README, Configuration).",
+         "see docs/configuration.md).",
 )
 embedder_option = click.option(
     "--embedder", "backend", type=click.Choice(EMBEDDER_BACKENDS),

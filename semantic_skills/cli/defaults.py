@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def settings() -> PluginSettings:
-    """The plugin's settings in ``$HERMES_HOME/config.yaml`` (all of them are checked)."""
+    """The plugin's settings in the Hermes home's ``config.yaml``, read as the plugin runs on them (an invalid
+    value at its default; ``doctor`` names it)."""
     hermes_config = _hermes_config()
     return hermes_config.plugin_settings(_config())
 
@@ -74,9 +75,12 @@ def embedder_settings(backend: str | None, model: str | None) -> EmbedderSetting
 def open_router(index_dir_option: Path | None, backend: str | None, model: str | None):
     """The router over the chosen index with the chosen embedder, loaded (a mismatch is refused here, in one line)."""
     from ..router import SkillRouter
+    from .progress import announced
 
-    return SkillRouter.from_settings(index_dir(index_dir_option), embedder_settings(backend, model),
-                                     explicit=bool(backend or model), floor=settings().floor)
+    folder, embedder = index_dir(index_dir_option), embedder_settings(backend, model)
+    with announced(f"loading the index in {folder} and its embedder (the first use of a model takes a few "
+                   "seconds)"):
+        return SkillRouter.from_settings(folder, embedder, explicit=bool(backend or model), floor=settings().floor)
 
 
 def _config() -> dict:

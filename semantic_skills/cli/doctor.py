@@ -1,4 +1,5 @@
-"""``doctor``: check everything routing needs in this Hermes home, one line per check with its fix."""
+"""``doctor``: check everything routing needs in this Hermes home, one line per check with its fix, each line
+printed as soon as its check is done."""
 
 from __future__ import annotations
 
@@ -19,30 +20,47 @@ INDENT = " " * 5  # a fix goes on its own line, under its problem
 def doctor(timeout, as_json):
     """Check the plugin's set-up and say how to fix what is wrong.
 
-    Checks the Python and its dependencies, Hermes and its capabilities, the
-    plugin's install and settings, the index (present, built with the configured
-    embedder, up to date), a real routing worker, and which skills Hermes offers.
-    One line per check; under a problem, the command that fixes it (and another
-    way, with its cost, where there is one). Exits with 1 when routing would
-    not work. Run it as `hermes semantic-skills
-    doctor` to check the Python and the Hermes home (profile) that Hermes uses.
+    Checks the Python that runs the plugin and its dependencies, Hermes and
+    its capabilities, the plugin's install and settings, the skills Hermes
+    offers, the index (present, built with the configured embedder, up to
+    date), and last a real routing worker answering a route. One line per
+    check, printed as it finishes; under a problem, the command that fixes it
+    (and another way, with its cost, where there is one). Ends with "routing
+    works" when a route succeeded and nothing keeps Hermes from using it,
+    listing the warnings; exits with 1 otherwise. Run it as `hermes
+    semantic-skills doctor` to check the Python and the Hermes home (profile)
+    that Hermes uses.
     """
-    from ..errors import command
-    from ..hermes.doctor.report import FAIL
-    from ..hermes.doctor.setup_checks import run_doctor
+    from ..hermes.doctor.report import Check, Progress
+    from ..hermes.doctor.run import run_doctor
 
-    checks = run_doctor(timeout)
-    healthy = all(check.status != FAIL for check in checks)
+    checks, last = [], None
+    for item in run_doctor(timeout):
+        if isinstance(item, Check):
+            checks.append(item)
+        elif not isinstance(item, Progress):
+            last = item  # the verdict comes last
+        if not as_json:
+            _print(item)
     if as_json:
-        echo_json({"ok": healthy, "checks": [c.as_dict() for c in checks]})
-    else:
-        for check in checks:
-            echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
-            if check.fix and check.status != "ok":
-                echo(f"{INDENT}fix: {check.fix}")
-            if check.alternative and check.status != "ok":
-                echo(f"{INDENT}or:  {check.alternative}")
-        echo("routing works" if healthy else
-             f"routing does not work yet: apply the fixes from the top, then run {command('doctor')} again")
-    if not healthy:
+        echo_json({"ok": last.healthy, "verdict": last.text, "checks": [c.as_dict() for c in checks]})
+    if not last.healthy:
         sys.exit(1)
+
+
+def _print(item) -> None:
+    """One line of the report as it comes: a check (with its fix under it), a progress note, or the verdict."""
+    from ..hermes.doctor.report import Check, Progress
+
+    if isinstance(item, Progress):
+        echo(f"...  {item.text}")
+        return
+    if not isinstance(item, Check):
+        echo(item.text)
+        return
+    check = item
+    echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
+    if check.fix and check.status != "ok":
+        echo(f"{INDENT}fix: {check.fix}")
+    if check.alternative and check.status != "ok":
+        echo(f"{INDENT}or:  {check.alternative}")

@@ -26,7 +26,7 @@ def history(since, as_json):
     thresholds, or a hint just under the whole skill's); the slowest routes;
     and whether `calibrate` on your own labelled messages would help, with
     how to run it. The record is
-    $HERMES_HOME/semantic-skills/decisions.jsonl (see README, Configuration:
+    decisions.jsonl in the Hermes home's semantic-skills folder (see docs/configuration.md:
     record_decisions, record_message_text, record_max_bytes). Run it as
     `hermes semantic-skills history` for the Hermes home (profile) Hermes uses.
     """

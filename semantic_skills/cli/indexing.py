@@ -65,7 +65,7 @@ def _empty_library_line(report, roots) -> str:
 @click.option("--full", is_flag=True, help="Re-embed every skill, not only changed ones.")
 @json_option
 def build(skills_dirs, index_dir, backend, model, full, as_json):
-    """Index SKILL.md files (default: $HERMES_HOME/skills and skills.external_dirs).
+    """Index SKILL.md files (default: the Hermes home's skills folder and skills.external_dirs).
 
     Only changed skills are re-embedded; when nothing changed no model is loaded.
     With --json the last line is a JSON object with the counts.

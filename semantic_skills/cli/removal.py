@@ -15,15 +15,18 @@ def uninstall(as_json):
     plugin folder (`hermes plugins remove`), the package with the dependencies
     that nothing else installed needs, the settings and the plugin's name in
     config.yaml, the plugin's state folder (its dedupe and decision records),
-    and an index kept elsewhere.
+    and an index kept elsewhere, each with the disk space it frees (measured:
+    the blocks its files take).
     """
-    from ..hermes.doctor.removal import removal_steps
+    from ..hermes.doctor.removal import removal_steps, size_words
 
     steps = removal_steps()
     if as_json:
-        echo_json([{"command": s.command, "removes": s.removes} for s in steps])
+        echo_json([{"command": s.command, "removes": s.removes, "frees_bytes": s.frees} for s in steps])
         return
     echo("# Nothing has been removed. These commands remove semantic-skills; run them in this order:")
     for step in steps:
-        echo(f"{step.command}    # {step.removes}")
-    echo("# Then restart a running gateway (hermes gateway restart), which still has the plugin loaded.")
+        frees = f" (frees {size_words(step.frees)})" if step.frees else ""
+        echo(f"{step.command}    # {step.removes}{frees}")
+    echo(f"# Together they free {size_words(sum(s.frees for s in steps))} on disk, as measured now. Then restart a "
+         "running gateway (hermes gateway restart), which still has the plugin loaded.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import click
 from ..errors import SemanticSkillsError, command
 from ..gates import FULL
 from . import defaults
-from .app import echo, echo_json, index_options, json_option, main
+from .app import TerminalBar, echo, echo_json, index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 SCORE_WORDS = ("score ranks the skills: the similarity plus a small bonus for words and names the message "
@@ -109,8 +110,11 @@ def demo(show_chars):
     lines = messages_file.read_text(encoding="utf-8").splitlines()
     messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
     embedder = SentenceTransformerEmbedder()
+    echo(f"Building an index of the example skills in {skills_dir} with the bundled model (loading it takes a few "
+         "seconds)...")
+    progress = TerminalBar if sys.stderr.isatty() else None
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
-        report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder)
+        report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder, progress=progress)
         echo(f"Built an index of {report.skills} example skills with {report.embedder} "
              f"in {report.seconds:.1f} s\n")
         router = SkillRouter.open(tmp, embedder=embedder)

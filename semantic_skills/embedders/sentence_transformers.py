@@ -86,7 +86,7 @@ class SentenceTransformerEmbedder(Embedder):
                 model = SentenceTransformer(location, device="cpu")
             except ImportError as exc:
                 raise EmbedderError(f"{dependency_fix(exc.name or 'sentence_transformers')} (or, without "
-                                    "PyTorch, the onnx embedder: README, Install without PyTorch)") from None
+                                    "PyTorch, the onnx embedder: docs/install.md, Install without PyTorch)") from None
             except Exception as exc:
                 raise EmbedderError(
                     f"cannot load sentence-transformers model {self.model_name!r}: {first_line(exc)} "

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 
 ROUTING_HOOKS = ("pre_gateway_dispatch", "pre_llm_call")
 HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "on_skill_lifecycle")
@@ -38,7 +39,7 @@ def register(ctx) -> None:
                              handler_fn=cli_command.run, description=cli_command.HELP)
     get_config = getattr(ctx, "get_config", None)
     use_plugin_config(get_config if callable(get_config) else None)
-    runtime = get_runtime()
+    runtime = get_runtime(start=not runs_own_command())  # `hermes semantic-skills ...` routes nothing
     known_hooks = valid_hooks()
     for name in HOOKS:
         if known_hooks is None or name in known_hooks:  # an unknown hook name only earns a warning from Hermes
@@ -54,33 +55,45 @@ def register(ctx) -> None:
             level = logging.DEBUG if capability.name in probes.ABSENT_FEATURES else logging.WARNING
             runtime.log_once(level, f"Hermes {hermes_version()}: {capability.name} unavailable: "
                                     f"{capability.detail}")
-    problem = dependency_problem()
+    problem = dependency_problem(runtime.home, runtime.settings, runtime.index_dir)
     if problem:
         runtime.log_once(logging.WARNING, problem)
 
 
-def dependency_problem() -> str:
-    """One line naming the routing worker's core libraries missing from this Python, and the fix; "" when none
-    is missing."""
-    from ..errors import ConfigError
-    from ..requirements import CORE_MODULES, missing_modules
+def runs_own_command(argv: list[str] | None = None) -> bool:
+    """This Hermes process was started to run the plugin's own command line (``hermes [-p NAME] semantic-skills
+    ...``), which routes nothing: no routing worker is started for it (its model load would only compete with
+    the command's own, as ``doctor``'s)."""
+    from .config import PLUGIN_NAME
+
+    arguments = iter((sys.argv if argv is None else argv)[1:])
+    for argument in arguments:
+        if argument in ("-p", "--profile"):
+            next(arguments, None)
+        elif not argument.startswith("-"):
+            return argument == PLUGIN_NAME
+    return False
+
+
+def dependency_problem(home, settings, index_dir) -> str:
+    """One line naming what this Python lacks of the plugin's dependencies (the packages ``doctor`` names, read
+    the same way) and the fix; "" when it lacks nothing."""
     from ..settings import EmbedderSettings
-    from .config import HERMES_COMMAND, load_config, plugin_settings
+    from .config import hermes_command
+    from .doctor.dependencies import missing_dependencies, routing_backend
     from .doctor.install_fix import install_fix
-    from .host.home import hermes_home
     from .host.lookup import hermes_distribution
 
-    missing = missing_modules(CORE_MODULES)
-    if not missing:
+    backend = routing_backend(settings.embedder, index_dir)
+    found = missing_dependencies(backend)
+    if found.complete:
         return ""
-    home = hermes_home()
-    try:
-        embedder = plugin_settings(load_config(home)).embedder
-    except ConfigError:
-        embedder = EmbedderSettings()
-    fix = install_fix(home, embedder.backend, embedder == EmbedderSettings(), host=hermes_distribution()).fix
-    return (f"not routing: {', '.join(missing)} not installed in this Python; "
-            f"fix: {fix} (then check with: {HERMES_COMMAND} doctor)")
+    only_the_embedder = found.blocking and not (found.core_missing or found.undeclared or found.too_old)
+    fix = install_fix(home, backend, settings.embedder == EmbedderSettings(), only_the_embedder,
+                      host=hermes_distribution()).fix
+    state = "not routing" if found.blocking else "routing may still work"
+    return (f"{state}: the Python that runs the plugin ({sys.executable}) {found.words()}; "
+            f"fix: {fix} (then check with: {hermes_command(home)} doctor)")
 
 
 def _guarded(name: str, hook):

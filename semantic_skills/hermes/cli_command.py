@@ -16,7 +16,8 @@ import sys
 from ..errors import COMMAND_ENV
 from ..requirements import HOST_ENV
 from ..worker.launch import isolated_command
-from .config import HERMES_COMMAND, PLUGIN_NAME
+from .config import PLUGIN_NAME, hermes_command
+from .host.home import hermes_home
 from .host.lookup import hermes_distribution
 
 NAME = PLUGIN_NAME
@@ -50,4 +51,5 @@ def run(args: argparse.Namespace) -> None:
     else:
         arguments = args.arguments or ["--help"]
     command = isolated_command(sys.executable, "semantic_skills", *arguments)
-    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: HERMES_COMMAND, HOST_ENV: hermes_distribution()}))
+    named = hermes_command(hermes_home())  # the fixes it prints name this home, a profile's too
+    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: named, HOST_ENV: hermes_distribution()}))

@@ -21,16 +21,16 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from ..errors import ConfigError
 from ..files import file_stamp, read_regular_file
+from ..gates import DEFAULT_FLOOR
 from ..limits import DEFAULT_MAX_SKILL_CHARS
 from ..logs import logger
-from ..settings import EmbedderSettings, Settings, setting_name
+from ..settings import EmbedderSettings, SettingProblem, Settings, setting_name
 from ..skills.discovery import SkillsRoot
+from .host.lookup import hermes_script
 from .prompt.stub import COMPACT, PROMPT_MODES
 
 PLUGIN_NAME = "semantic-skills"
-HERMES_COMMAND = f"hermes {PLUGIN_NAME}"  # how a user runs this plugin's command line under Hermes
 ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yaml, as `hermes config set` names it
 SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
@@ -52,6 +52,7 @@ class PluginSettings(Settings):
     record_message_text: bool = False
     record_max_bytes: int = 4_000_000
 
+    CHOICES: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = (("prompt_mode", PROMPT_MODES),)
     RANGES: ClassVar[tuple[tuple[str, float, float], ...]] = (
         ("max_skill_chars", 500, 200_000),
         ("max_tool_chars", 500, 200_000),
@@ -62,21 +63,24 @@ class PluginSettings(Settings):
         ("record_max_bytes", 100_000, 1_000_000_000),
     )
 
-    def check(self) -> None:
-        if self.prompt_mode not in PROMPT_MODES:
-            raise ConfigError(f"prompt_mode must be one of {', '.join(PROMPT_MODES)}, got {self.prompt_mode!r}")
-        super().check()
-
 
 SETTING_KEYS = tuple(setting_name(f.name) for f in fields(PluginSettings))
 _ABSENT = object()
 
 
 def hermes_cli(home: Path) -> str:
-    """How to run ``hermes`` on ``home`` from a shell: told which home when it is not the default one."""
+    """How to run Hermes (``hermes``, or a repackaging's own command) on ``home`` from a shell: told which home
+    when it is not the default one."""
+    script = hermes_script()
     if Path(home).expanduser().resolve() == (Path.home() / ".hermes").resolve():
-        return "hermes"
-    return f"HERMES_HOME={shlex.quote(str(home))} hermes"
+        return script
+    return f"HERMES_HOME={shlex.quote(str(home))} {script}"
+
+
+def hermes_command(home: Path) -> str:
+    """How to run this plugin's command line on ``home`` from a shell: ``hermes semantic-skills``, with
+    ``HERMES_HOME=...`` first when ``home`` is not the default one (a profile's, say)."""
+    return f"{hermes_cli(home)} {PLUGIN_NAME}"
 
 
 def state_dir(home: Path) -> Path:
@@ -93,17 +97,37 @@ def decision_record_path(home: Path) -> Path:
 # --------------------------------------------------------------------------- pure functions of the config
 
 
-def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None) -> PluginSettings:
-    """This plugin's settings; raises :class:`ConfigError` for a bad value.
+def read_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None
+                  ) -> tuple[PluginSettings, list[SettingProblem]]:
+    """This plugin's settings as the plugin runs on them, and the invalid values it set aside.
 
-    With ``get_config`` (Hermes' ``ctx.get_config(key, default)``) each
-    setting is read through it, as Hermes resolves them; otherwise from
-    ``config`` under ``plugins.entries.semantic-skills.settings``.
+    Each setting is read on its own (:meth:`Settings.parse`): an invalid value
+    leaves that setting at its default, and only that one. The runtime, the
+    command line and ``doctor`` all read settings here. With ``get_config``
+    (Hermes' ``ctx.get_config(key, default)``) each setting is read through
+    it, as Hermes resolves them; otherwise from ``config`` under
+    ``plugins.entries.semantic-skills.settings``.
     """
     if get_config is None:
-        return PluginSettings.from_mapping(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
+        return PluginSettings.parse(_section(config, "plugins", "entries", PLUGIN_NAME, "settings"))
     read = {key: get_config(key, _ABSENT) for key in SETTING_KEYS}
-    return PluginSettings.from_mapping({key: value for key, value in read.items() if value is not _ABSENT})
+    return PluginSettings.parse({key: value for key, value in read.items() if value is not _ABSENT})
+
+
+def in_use_instead(problem: SettingProblem, floor: str = "") -> str:
+    """What the plugin uses instead of ``problem``'s value, in words; ``floor``: the floor routing uses without a
+    threshold, in words, when the caller has read the index (else said in general)."""
+    if problem.key == "threshold":
+        return f"routing uses {floor or f'the index calibrated floor, else {DEFAULT_FLOOR}'}"
+    if problem.key in ("settings", "embedder"):
+        return f"the plugin uses the default for every {'embedder field' if problem.key == 'embedder' else 'setting'}"
+    shown = problem.using if problem.using != "" else "none"
+    return f"the plugin uses {shown} (the default)"
+
+
+def plugin_settings(config: dict, get_config: Callable[[str, Any], Any] | None = None) -> PluginSettings:
+    """The settings :func:`read_settings` gives (an invalid value at its default)."""
+    return read_settings(config, get_config)[0]
 
 
 def unknown_settings(config: dict) -> list[tuple[str, str | None]]:

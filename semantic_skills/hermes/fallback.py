@@ -1,4 +1,5 @@
-"""What the agent gets while routing cannot work: Hermes' own skills listing, and ``search_skills`` by words.
+"""What the agent gets while routing cannot work, or has nothing to route to: Hermes' own skills listing, and
+``search_skills`` by words.
 
 :func:`routing_problem` says why routing cannot serve a Hermes home right now
 (no index yet, or the routing worker's own verdict: an index from another
@@ -7,7 +8,11 @@ can. While it cannot, a session whose system prompt Hermes builds keeps
 Hermes' full skills listing instead of the compact stub (see
 ``prompt/mode.py``), and :func:`search_by_words` answers
 ``search_skills`` from the skill files themselves, matching the query's words
-in names, folders, descriptions and tags.
+in names, folders, descriptions and tags. An index that holds no skills
+(:func:`library_is_empty`) is no fault, so nothing is logged as one, but a
+new session keeps Hermes' own listing all the same: the compact section
+would point the agent to skills that are not there, while Hermes' listing
+says what Hermes itself finds (nothing, or skills added since the build).
 
 The word search errs towards leaving a skill out: one the offer hides
 (disabled, another OS, an inactive environment) is never listed, and neither
@@ -17,13 +22,15 @@ trusted project folders, organisation mirrors): see ``offer/rules.py``.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
+from ..files import read_regular_file
 from ..index import MANIFEST
 from ..skills.discovery import discover_skills
 from ..skills.words import match_by_words
 from ..worker.protocol import FAILED, WAITING_FOR_INDEX
-from .config import HERMES_COMMAND
+from .config import hermes_command
 from .offer.roots import scanned_roots
 from .offer.rules import Offer, session_dependent
 
@@ -38,8 +45,25 @@ def routing_problem(rt: PluginRuntime) -> str:
     if status.state in (FAILED, WAITING_FOR_INDEX) and status.detail:
         return status.detail
     if not (rt.index_dir / MANIFEST).is_file():
-        return f"no skill index in {rt.index_dir}; build one with: {HERMES_COMMAND} build"
+        return f"no skill index in {rt.index_dir}; build one with: {hermes_command(rt.home)} build"
     return ""
+
+
+EMPTY_MANIFEST_BYTES = 64 * 1024  # a manifest without skills is a few KB; one that holds any is not read
+
+
+def library_is_empty(rt: PluginRuntime) -> bool:
+    """The index holds no skills (its skills folders hold none): an empty library is a state, not a fault.
+
+    Read from the manifest itself, at most :data:`EMPTY_MANIFEST_BYTES` (a
+    bigger one holds skills), so it is right also before the worker is ready
+    and after a rebuild emptied the index.
+    """
+    try:
+        data = json.loads(read_regular_file(rt.index_dir / MANIFEST, EMPTY_MANIFEST_BYTES))
+    except (OSError, ValueError):
+        return False  # no index, or one that holds skills: routing_problem and the worker say the rest
+    return isinstance(data, dict) and data.get("skills") == []
 
 
 def search_by_words(rt: PluginRuntime, query: str, limit: int, offer: Offer) -> dict:

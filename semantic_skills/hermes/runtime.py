@@ -20,19 +20,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..decision_log import DecisionLog
-from ..errors import ConfigError
 from ..logs import OnceLogger
 from ..worker.client import RouterClient
 from .budget import Deadline, route_timeout
 from .config import (
-    HERMES_COMMAND,
     SETTINGS_KEY,
     PluginSettings,
     decision_record_path,
+    hermes_command,
+    in_use_instead,
     index_dir,
     load_config,
     not_a_setting,
-    plugin_settings,
+    read_settings,
     state_dir,
     unknown_settings,
 )
@@ -57,7 +57,7 @@ class PluginRuntime:
         self._settings_source = self.config()
         self._settings = settings = self._parse(self._settings_source)
         self.block_limit = hook_context_limit()  # the longest block, whichever path carries it
-        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=HERMES_COMMAND,
+        self.client = RouterClient(index_dir(settings, home), settings.embedder, cli_command=hermes_command(home),
                                    host=hermes_distribution())
         self.trust = TrustStore(state_dir(home) / STATE_FILE, settings.dedupe_max_sessions,
                                 settings.dedupe_ttl_seconds, log_once=self.log_once)
@@ -99,12 +99,11 @@ class PluginRuntime:
         where = self.home / "config.yaml"
         for key, meant in unknown_settings(config):
             self.log_once(logging.WARNING, f"{where}: {not_a_setting(key, meant)}; it is ignored")
-        try:
-            return plugin_settings(config, _plugin_config)
-        except ConfigError as exc:
-            self.log_once(logging.WARNING, f"invalid settings under {SETTINGS_KEY} in {where}: {exc}; using the "
-                                           "defaults")
-            return PluginSettings()
+        settings, problems = read_settings(config, _plugin_config)
+        for problem in problems:  # that setting alone falls back: every other one applies
+            self.log_once(logging.WARNING, f"{where}: {SETTINGS_KEY}.{problem.describe()}; {in_use_instead(problem)} "
+                                           f"until it is fixed ({hermes_command(self.home)} doctor)")
+        return settings
 
     def route_timeout(self) -> float:
         """How long the gateway loop may wait for a routing answer, in seconds."""
@@ -149,9 +148,9 @@ def use_plugin_config(get_config: Callable[[str, Any], Any] | None) -> None:
     _plugin_config = get_config
 
 
-def get_runtime(home: Path | None = None) -> PluginRuntime:
-    """The runtime for ``home`` (default: the Hermes home of this call), created and its worker started on
-    first use."""
+def get_runtime(home: Path | None = None, start: bool = True) -> PluginRuntime:
+    """The runtime for ``home`` (default: the Hermes home of this call), created on first use, its worker
+    started unless ``start`` is False (then the first call that starts it does)."""
     home = home or hermes_home()
     with _runtimes_lock:
         runtime = _runtimes.get(home)
@@ -159,8 +158,9 @@ def get_runtime(home: Path | None = None) -> PluginRuntime:
             if not _runtimes:
                 atexit.register(close_all)
             runtime = _runtimes[home] = PluginRuntime(home)
-            runtime.client.start()
-        return runtime
+    if start:
+        runtime.client.start()  # idempotent, and a no-op once the client is closed
+    return runtime
 
 
 def current_runtime() -> PluginRuntime | None:

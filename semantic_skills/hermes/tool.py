@@ -8,7 +8,7 @@ from ..injection import cap_body, name_for_model, neutralise
 from ..limits import MAX_QUERY_CHARS
 from ..worker.protocol import DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS, Reply
 from .budget import AGENT_ANSWER_TIMEOUT_SECONDS
-from .config import HERMES_COMMAND
+from .config import hermes_command
 from .fallback import routing_problem, search_by_words
 from .host.session import current_platform
 from .prompt.stub import SEARCH_TOOL
@@ -87,7 +87,7 @@ def _arguments(args) -> tuple[str, int]:
 def _why_by_words(rt: PluginRuntime, reply: Reply) -> str:
     """The ``note`` of an answer by words: why the worker did not answer, with the fix."""
     reason = (reply.error or routing_problem(rt)
-              or f"the routing worker did not answer; check with: {HERMES_COMMAND} doctor")
+              or f"the routing worker did not answer; check with: {hermes_command(rt.home)} doctor")
     return (f"semantic search is unavailable ({reason}); these skills share words with the query in their names "
             "and descriptions")
 

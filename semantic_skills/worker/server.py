@@ -91,10 +91,28 @@ class RoutingWorker:
     def _open_or_reload(self) -> None:
         if self._router is None:
             self._open()
-        elif self._router.reload_if_changed(min_interval=0.0):
+            return
+        was_empty = not self._router.manifest.skills
+        if self._router.reload_if_changed(min_interval=0.0):
+            if was_empty and not self._prepared():
+                return
             self._log("info", f"reloaded the rebuilt index in {self.index_dir} "
                               f"({len(self._router.manifest.skills)} skills)")
             self._set_ready(self._router)
+
+    def _prepared(self) -> bool:
+        """The first skills came in: load the embedder now, off the request thread; False (and failed, saying
+        why) when it cannot load."""
+        try:
+            self._router.prepare()
+        except ImportError as exc:
+            self._set_state(FAILED, dependency_fix(getattr(exc, "name", None) or first_line(exc),
+                                                   self.startup.embedder.backend))
+            return False
+        except Exception as exc:  # noqa: BLE001 - said in the worker's state, as a failed start is
+            self._set_state(FAILED, first_line(exc))
+            return False
+        return True
 
     def _open(self) -> None:
         from ..router import SkillRouter

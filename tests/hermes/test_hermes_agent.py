@@ -313,7 +313,7 @@ def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps
     tool_message = [m for m in requests[1]["messages"] if m["role"] == "tool"][-1]
     found = json.loads(tool_message["content"])
     assert found["matched"] == "words" and found["results"][0]["name"] == "pdf-to-markdown"
-    assert "build one with: hermes semantic-skills build" in found["note"]
+    assert f"build one with: HERMES_HOME={home} hermes semantic-skills build" in found["note"]
     assert same_session["messages"][0]["content"] == listing  # byte for byte, though the index now exists
     assert "<available_skills>" not in next_session["messages"][0]["content"]
     assert '<skill-context name="pdf-to-markdown"' in last_user_content(next_session)

@@ -113,7 +113,7 @@ def test_the_doctor_says_what_the_agent_gets_until_the_first_build(home):
     from semantic_skills.hermes.doctor.routing_checks import index_check
 
     check = index_check(Setup(home, {}, PluginSettings(), home / "index", "sentence-transformers", "semantic-skills"))
-    assert check.status == "fail" and check.fix == "semantic-skills build"
+    assert check.status == "fail" and check.fix == f"HERMES_HOME={home} semantic-skills build"  # for this home
     assert "Hermes' own skills listing" in check.detail and "search_skills matches words" in check.detail
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import sys
 from dataclasses import replace
 
@@ -22,6 +23,7 @@ from semantic_skills.hermes.trust.store import TrustStore
 from semantic_skills.hermes.turns import GatewayTurn, TurnLedger, TurnState
 from semantic_skills.injection import hint_block, inject, skill_block
 from semantic_skills.logs import OnceLogger
+from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.eligibility import environments_allow
 from semantic_skills.skills.parsing import parse_skill
 
@@ -426,30 +428,46 @@ def test_without_hermes_detection_no_environment_is_inactive_and_it_is_said_once
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"route_timeout_ms": -5}, "route_timeout_ms must be between 0 and 10000"),
-    ({"max_skill_chars": 10}, "max_skill_chars must be between 500"),
-    ({"dedupe_max_sessions": "many"}, "dedupe_max_sessions' must be a int"),
-    ({"prompt_mode": "tiny"}, "prompt_mode must be one of compact, full"),
+    ({"route_timeout_ms": -5}, "route_timeout_ms -5 is not a whole number from 0 to 10000"),
+    ({"max_skill_chars": 10}, "max_skill_chars 10 is not a whole number from 500 to 200000"),
+    ({"dedupe_max_sessions": "many"}, "dedupe_max_sessions 'many' is not a whole number from 1 to 1000000"),
+    ({"prompt_mode": "tiny"}, "prompt_mode 'tiny' is not one of compact, full"),
+    ({"threshold": "high"}, "threshold 'high' is not a number from 0.30 to 1.0"),
+    ({"threshold": float("nan")}, "threshold nan is not a number from 0.30 to 1.0"),
+    ({"embedder": {"backend": "onxx"}}, "embedder.backend 'onxx' is not one of sentence-transformers, onnx, litellm"),
+    ({"embedder": ["onnx"]}, "embedder ['onnx'] is not a mapping of embedder fields or a backend name"),
 ])
 def test_invalid_settings_are_refused_with_a_clear_message(raw, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}"):
         PluginSettings.from_mapping(raw)
 
 
-def test_runtime_falls_back_to_defaults_and_says_so_once(tmp_path, caplog):
+def test_an_invalid_value_falls_back_for_that_setting_only():
+    raw = {"threshold": "high", "prompt_mode": "full", "max_skill_chars": 10, "record_decisions": "off",
+           "embedder": {"backend": "onnx", "batch_size": "lots", "timeout_ms": 300}}
+    settings, problems = PluginSettings.parse(raw)
+
+    assert settings == PluginSettings(prompt_mode="full", record_decisions=False,
+                                      embedder=EmbedderSettings(backend="onnx", timeout_ms=300))
+    assert [(p.key, p.value, p.using) for p in problems] == [
+        ("threshold", "high", None), ("max_skill_chars", 10, 16000), ("embedder.batch_size", "lots", 0)]
+
+
+def test_runtime_falls_back_for_the_invalid_setting_only_and_says_so_once(tmp_path, caplog):
     home = tmp_path / "home"
     home.mkdir()
-    write_settings(home, warmup_wait_seconds=-1)
+    write_settings(home, warmup_wait_seconds=-1, prompt_mode="full")
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
         rt = PluginRuntime(home)
         try:
             settings = [rt.refresh() for _ in range(3)]
         finally:
             rt.close()
-    assert settings == [PluginSettings()] * 3
+    assert settings == [PluginSettings(prompt_mode="full")] * 3  # warmup_wait_seconds at its default, 15 s
     messages = [r.getMessage() for r in caplog.records]
-    assert len(messages) == 1
-    assert "warmup_wait_seconds must be between 0 and 600" in messages[0] and "using the defaults" in messages[0]
+    assert messages == [f"semantic-skills: {home / 'config.yaml'}: plugins.entries.semantic-skills.settings."
+                        "warmup_wait_seconds -1 is not a number from 0 to 600; the plugin uses 15.0 (the default) "
+                        f"until it is fixed (HERMES_HOME={home} hermes semantic-skills doctor)"]
 
 
 def test_default_route_budget_depends_on_the_embedder(tmp_path):

@@ -70,9 +70,9 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
 
     assert warnings_after_three and semantic_warnings(caplog) == warnings_after_three
     assert warnings_after_three == [f"semantic-skills: no skill index in {index_dir}; build one with: "
-                                    "hermes semantic-skills build"]  # the command a Hermes user runs
+                                    f"HERMES_HOME={home} hermes semantic-skills build"]  # as a Hermes user runs it
     # until then search_skills answers from the skill files' words, and says why
-    assert found["matched"] == "words" and "hermes semantic-skills build" in found["note"]
+    assert found["matched"] == "words" and f"HERMES_HOME={home} hermes semantic-skills build" in found["note"]
     assert found["results"][0]["name"] == found["best"]["name"] == "pdf-to-markdown"
     assert later["context"].startswith('<skill-context name="docker-compose-debug"')
 
@@ -97,7 +97,8 @@ def test_broken_rebuild_keeps_the_old_index_and_is_reported_once(runtime, hermes
             publish(good)
 
     assert all(a.ok and a.data["skill"] == "docker-compose-debug" for a in answers)
-    assert len(reported()) == 1 and "rebuild it with: hermes semantic-skills build --full" in reported()[0]
+    assert len(reported()) == 1
+    assert f"rebuild it with: HERMES_HOME={hermes_home.path} hermes semantic-skills build --full" in reported()[0]
 
 
 def test_killed_worker_is_restarted_and_routing_resumes(runtime, hermes_home):
@@ -212,7 +213,7 @@ def test_a_worker_that_keeps_exiting_is_said_once_with_the_way_to_look_into_it(t
     assert routed is None and unrouted_in < rt.refresh().warmup_wait_seconds  # no warm-up wait on a failed worker
     assert answer["matched"] == "words" and answer["results"] == []  # a home without skills
     for part in ("the routing worker exited with code 1", "ImportError: planted inspect.py",
-                 "check with: hermes semantic-skills doctor"):
+                 f"check with: HERMES_HOME={home} hermes semantic-skills doctor"):
         assert part in answer["note"]
     reported = [m for m in semantic_warnings(caplog) if "exited with code 1" in m]
-    assert len(reported) == 1 and "check with: hermes semantic-skills doctor" in reported[0]
+    assert len(reported) == 1 and f"check with: HERMES_HOME={home} hermes semantic-skills doctor" in reported[0]

@@ -1,13 +1,13 @@
-"""How to install what the plugin needs into Hermes' Python: the one choice that ``doctor`` and the one-line
-error of ``register()`` both give.
+"""How to install what the plugin needs into Hermes' Python: the one choice that ``doctor`` and the line
+``register()`` logs both give.
 
 Where the onnx embedder's packages are installed already, switching to it is
-the fix. Otherwise it is the plugin's own pip line (on Linux without an
-NVIDIA GPU, the CPU-only PyTorch first), the one install whose ``pip check``
-is clean; on a machine with no NVIDIA GPU and no PyTorch yet, with the
-embedder left at its default, the smaller and faster install without PyTorch
-is offered beside it with its cost (docs/performance.md, "Which install for a
-machine without an NVIDIA GPU").
+the fix. On a machine with no NVIDIA GPU and no PyTorch yet, with the
+embedder left at its default, the install without PyTorch is the fix (a
+third of the size, a first turn twice as fast, the same routing:
+docs/performance.md, "Which install for a machine without an NVIDIA GPU")
+and the PyTorch install the alternative, with its cost. Otherwise the
+plugin's own pip line is the one way.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...requirements import EMBEDDER_MODULES, TORCH_FREE_COST, install_command, missing_modules, wants_torch_free
+from ...requirements import EMBEDDER_MODULES, TORCH_COST, install_command, missing_modules, wants_torch_free
 from ..config import SETTINGS_KEY, hermes_cli
 
 
@@ -33,11 +33,11 @@ def install_fix(home: Path, backend: str, default_embedder: bool, only_the_embed
     :func:`~semantic_skills.requirements.install_command`)."""
     install = install_command(backend, host=host)
     set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
+    with_torch = f"with PyTorch ({TORCH_COST}): {install}" if backend == "sentence-transformers" else install
     if backend != "onnx" and only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
-        return InstallFix(set_onnx, install, "the onnx embedder's packages are installed (the install without "
-                                             "PyTorch)")
+        return InstallFix(set_onnx, with_torch, "the onnx embedder's packages are installed (the install without "
+                                                "PyTorch)")
     if backend == "sentence-transformers" and default_embedder and wants_torch_free():
-        return InstallFix(install, f"without PyTorch ({TORCH_FREE_COST}): {install_command('onnx', host=host)} && "
-                                   f"{set_onnx}",
+        return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}", with_torch,
                           "no NVIDIA GPU here, so the install without PyTorch is the smaller, faster choice")
     return InstallFix(install)

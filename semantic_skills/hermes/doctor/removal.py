@@ -15,9 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import ConfigError
-from ...requirements import installed_size, packages_only_this_uses
-from ..config import PLUGIN_NAME, PluginSettings, hermes_cli, index_dir, load_config, plugin_settings, state_dir
+from ...requirements import disk_usage, installed_size, packages_only_this_uses
+from ..config import PLUGIN_NAME, hermes_cli, index_dir, load_config, plugin_settings, state_dir
 from ..host.home import hermes_home
 
 
@@ -25,6 +24,16 @@ from ..host.home import hermes_home
 class Step:
     command: str
     removes: str
+    frees: int = 0  # bytes on disk the command frees, measured (as du counts them)
+
+
+def size_words(size: int) -> str:
+    """A size as the commands' comments say it: "1.47 GB", "230 MB", "12 KB"."""
+    if size >= 1e9:
+        return f"{size / 1e9:.2f} GB"
+    if size >= 1e6:
+        return f"{size / 1e6:.0f} MB"
+    return f"{max(size, 0) / 1e3:.0f} KB"
 
 
 def removal_steps() -> list[Step]:
@@ -35,13 +44,13 @@ def removal_steps() -> list[Step]:
     plugin_folder = home / "plugins" / PLUGIN_NAME
     steps = []
     if plugin_folder.is_dir():
-        steps.append(Step(f"{hermes} plugins remove {PLUGIN_NAME}", f"its code and the index in {plugin_folder}"))
+        steps.append(Step(f"{hermes} plugins remove {PLUGIN_NAME}", f"its code and the index in {plugin_folder}",
+                          disk_usage([plugin_folder])))
     packages = packages_only_this_uses()
     if packages:
-        size = installed_size(packages) / 1e9
         steps.append(Step(f"{shlex.quote(sys.executable)} -m pip uninstall -y {' '.join(packages)}",
                           f"the package, its {PLUGIN_NAME} command and the {len(packages) - 1} packages only it "
-                          f"uses ({size:.1f} GB); what Hermes or anything else installed needs stays"))
+                          "uses; what Hermes or anything else installed needs stays", installed_size(packages)))
     steps += _config_steps(config, hermes)
     steps += _folder_steps(home, config, plugin_folder)
     return steps
@@ -66,13 +75,10 @@ def _folder_steps(home: Path, config: dict, plugin_folder: Path) -> list[Step]:
     steps = []
     if state.exists():
         steps.append(Step(f"rm -rf {shlex.quote(str(state))}", "its record of the skills each chat has and its "
-                                                                "decision record (what it decided for each message)"))
-    try:
-        settings = plugin_settings(config)
-    except ConfigError:
-        settings = PluginSettings()
-    index = index_dir(settings, home)
+                                                                "decision record (what it decided for each message)",
+                          disk_usage([state])))
+    index = index_dir(plugin_settings(config), home)
     inside = any(index.resolve().is_relative_to(folder.resolve()) for folder in (plugin_folder, state))
     if index.exists() and not inside:
-        steps.append(Step(f"rm -rf {shlex.quote(str(index))}", "the skill index"))
+        steps.append(Step(f"rm -rf {shlex.quote(str(index))}", "the skill index", disk_usage([index])))
     return steps

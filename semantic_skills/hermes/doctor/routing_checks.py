@@ -1,7 +1,9 @@
-"""The doctor's routing checks: the index, a real routing worker, and which skills Hermes offers.
+"""The doctor's routing checks: which skills Hermes offers, the index, and a real routing worker.
 
-``index_check`` and ``worker_check`` need the plugin's dependencies; the
-doctor runs them only once those import.
+``index_check`` needs the core libraries (numpy, faiss) and ``worker_check``
+the embedder's packages too; the doctor runs each as soon as what it needs
+imports. An index without skills is a state, not a fault: routing then
+injects nothing and new sessions keep Hermes' own skills listing.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ...errors import IndexMissing, SemanticSkillsError, command
+from ...errors import IndexMissing, SemanticSkillsError
 from ...logs import OnceLogger
 from ...settings import EmbedderSettings
 from ..offer.roots import scanned_roots
@@ -30,15 +32,15 @@ def index_check(setup: Setup) -> Check:
         manifest, _vectors = load_index(setup.index_dir)
     except IndexMissing:
         return Check("index", FAIL, f"no index in {setup.index_dir}: until there is one, new sessions keep Hermes' "
-                                    "own skills listing and search_skills matches words", command("build"))
+                                    "own skills listing and search_skills matches words", setup.run("build"))
     except SemanticSkillsError as exc:
-        return Check("index", FAIL, str(exc), command("build --full"))
+        return Check("index", FAIL, str(exc), setup.run("build --full"))
     embedder = setup.settings.embedder
     facts = {"index_dir": str(setup.index_dir), "skills": len(manifest.skills), "built_at": manifest.built_at,
              "embedder": manifest.embedder.describe(), "roots": manifest.roots}
     if embedder != EmbedderSettings() and not manifest.embedder.same_space(configured_identity(embedder)):
         return Check("index", FAIL, f"built with {manifest.embedder.describe()}, but the embedder setting asks for "
-                                    f"{configured_identity(embedder).describe()}", command("build --full"), facts)
+                                    f"{configured_identity(embedder).describe()}", setup.run("build --full"), facts)
     diff = diff_with_disk(manifest)
     stale = {"changed": sorted(r.name for r, _ in diff.changed()), "new": sorted(s.name for s in diff.added()),
              "deleted": sorted(r.name for r in diff.removed())}
@@ -46,10 +48,15 @@ def index_check(setup: Setup) -> Check:
     wanted = [str(root.path) for root in scanned_roots(setup.home, setup.config)]
     if {_resolved(r) for r in manifest.roots} != {_resolved(r) for r in wanted}:
         return Check("index", WARN, f"built from {', '.join(manifest.roots)}, not from Hermes' skills folders "
-                                    f"{', '.join(wanted)}", command("build"), facts)
+                                    f"{', '.join(wanted)}", setup.run("build"), facts)
     if any(stale.values()):
         counts = ", ".join(f"{len(names)} {label}" for label, names in stale.items() if names)
-        return Check("index", WARN, f"stale: {counts} since the build", command("build"), facts)
+        return Check("index", WARN, f"stale: {counts} since the build", setup.run("build"), facts)
+    if not manifest.skills:
+        return Check("index", OK, f"holds no skills (built {manifest.built_at} from {', '.join(manifest.roots)}, "
+                                  "which hold none): routing injects nothing and new sessions keep Hermes' own skills "
+                                  f"listing until SKILL.md files are added there and `{setup.run('build')}` runs",
+                     facts=facts)
     return Check("index", OK, f"{len(manifest.skills)} skills, built {manifest.built_at} with "
                               f"{manifest.embedder.describe()}, up to date with the skills on disk", facts=facts)
 
@@ -76,12 +83,14 @@ def worker_check(setup: Setup, timeout: float) -> Check:
     if reply is None:
         detail = status.detail or f"not ready after {timeout:.0f} s"
         slow = not status.detail or status.detail.startswith("loading")
-        fix = f"{command('doctor --timeout 600')} (a slow machine)" if slow else "see the reason above"
+        fix = f"{setup.run('doctor --timeout 600')}    # a slow machine" if slow else "see the reason above"
         return Check("worker", FAIL, detail, fix)
     if not reply.ok:
         return Check("worker", FAIL, f"started, but a route failed: {reply.error}", "see the reason above")
+    empty = "; the index holds no skills, so it injects nothing" if not status.skills else ""
     return Check("worker", OK, f"started in {seconds:.1f} s and answered a route ({status.skills} skills, "
-                               f"{status.backend})", facts={"seconds": round(seconds, 1), "backend": status.backend})
+                               f"{status.backend}){empty}",
+                 facts={"seconds": round(seconds, 1), "backend": status.backend, "skills": status.skills})
 
 
 def skills_check(setup: Setup) -> Check:
@@ -109,10 +118,9 @@ def skills_check(setup: Setup) -> Check:
     facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
-        return Check("skills", WARN, f"no SKILL.md under {', '.join(facts['roots'])}",
-                     f"add skill folders (each with a SKILL.md) to {setup.home / 'skills'}, or name other folders "
-                     "in skills.external_dirs",
-                     facts)
+        return Check("skills", OK, f"no SKILL.md under {', '.join(facts['roots'])} yet: an empty library, so routing "
+                                   f"injects nothing; add skill folders (each with a SKILL.md) to "
+                                   f"{setup.home / 'skills'}, then run `{setup.run('build')}`", facts=facts)
     detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
         f"{count} by {rule}" for rule, count in hidden.items())
     if per_platform:

@@ -1,17 +1,14 @@
-"""``semantic-skills doctor``: what routing needs in this Hermes home, checked one line at a time.
+"""The doctor's set-up checks: the Python that runs the plugin, its dependencies, Hermes, the plugin's install and
+its folders (the settings line is ``settings_check``).
 
-Each check says what it found and, when it is not right, the one command or
-edit that fixes it. It runs with nothing but this package, click and PyYAML
-importable (Hermes itself depends on both), so it works before the plugin's
-dependencies are installed; the checks that need them are then skipped.
-Started as ``hermes semantic-skills doctor`` it checks the Python and the
-Hermes home (profile included) that Hermes really uses.
+They run with nothing but this package, click and PyYAML importable (Hermes
+itself depends on both), so they work before the plugin's dependencies are
+installed.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import shlex
 import shutil
@@ -19,96 +16,48 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from ...errors import ConfigError, command_name, first_line
-from ...index import MANIFEST
-from ...requirements import (
-    CORE_MODULES,
-    EMBEDDER_MODULES,
-    install_command,
-    missing_modules,
-    package_name,
-    unmet_requirements,
-)
+from ...errors import command_name
+from ...requirements import install_command, project_folder
 from ...settings import EmbedderSettings
-from ..config import (
-    ENTRY_KEY,
-    HERMES_COMMAND,
-    PLUGIN_NAME,
-    SETTINGS_KEY,
-    PluginSettings,
-    hermes_cli,
-    index_dir,
-    load_config,
-    not_a_setting,
-    plugin_settings,
-    state_dir,
-    unknown_settings,
-)
+from ..config import PLUGIN_NAME, index_dir, load_config, read_settings, state_dir
 from ..host import lookup, probes
 from ..host.home import hermes_home
 from ..host.lookup import hermes_version, valid_hooks
+from .dependencies import Dependencies, missing_dependencies, routing_backend
 from .install_fix import install_fix
-from .report import FAIL, OK, SKIP, WARN, Check, Setup
-from .routing_checks import index_check, skills_check, worker_check
+from .report import FAIL, OK, WARN, Check, Setup
 
 ENTRY_POINTS = "hermes_agent.plugins"
 
 
-def run_doctor(worker_timeout: float) -> list[Check]:
-    """Every check, in the order a user fixes things; routing works when none is ``fail``.
-
-    A check that cannot run before an earlier one is fixed is skipped without
-    a fix of its own: each fix appears once, on the line of its problem.
-    """
-    setup, settings_error = _setup()
-    dependencies = dependencies_check(setup)
-    checks = [python_check(setup), dependencies, hermes_check(setup), plugin_check(setup),
-              settings_check(setup, settings_error), paths_check(setup)]
-    if dependencies.status != OK:
-        checks += [Check(name, SKIP, "checked once the dependencies above are installed")
-                   for name in ("index", "worker")]
-    else:
-        index = index_check(setup)
-        checks.append(index)
-        checks.append(worker_check(setup, worker_timeout) if index.status != FAIL
-                      else Check("worker", SKIP, "checked once the index above is fixed"))
-    checks.append(skills_check(setup))
-    return checks
-
-
-def _setup() -> tuple[Setup, ConfigError | None]:
+def read_setup() -> Setup:
+    """What every check reads, for the Hermes home this command runs on; the settings as the plugin runs on
+    them (see :func:`~semantic_skills.hermes.config.read_settings`)."""
     home = hermes_home()
     config = load_config(home)
-    try:
-        settings, error = plugin_settings(config), None
-    except ConfigError as exc:
-        settings, error = PluginSettings(), exc
+    settings, problems = read_settings(config)
     folder = index_dir(settings, home)
-    return Setup(home, config, settings, folder, _routing_backend(settings, folder), command_name()), error
-
-
-def _routing_backend(settings: PluginSettings, folder: Path) -> str:
-    """With default embedder settings routing uses whatever built the index (read here without numpy)."""
-    if settings.embedder != EmbedderSettings():
-        return settings.embedder.backend
-    try:
-        backend = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["embedder"]["backend"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return settings.embedder.backend
-    return backend if backend in EMBEDDER_MODULES else settings.embedder.backend
+    return Setup(home, config, settings, folder, routing_backend(settings.embedder, folder), command_name(),
+                 tuple(problems))
 
 
 def python_check(setup: Setup) -> Check:
+    """The Python that runs the plugin, and the one that runs its routing worker (the same, started isolated)."""
     here = Path(sys.executable)
     version = ".".join(map(str, sys.version_info[:3]))
+    both = "the plugin runs in it and starts its routing worker with it"
+    facts = {"python": str(here), "worker_python": str(here)}
     if setup.under_hermes:
-        return Check("python", OK, f"Hermes runs Python {version} at {here}", facts={"python": str(here)})
+        return Check("python", OK, f"Hermes runs Python {version} at {here}: {both}", facts=facts)
     hermes_python = _python_of(shutil.which("hermes"))
-    facts = {"python": str(here), "hermes_python": str(hermes_python or "")}
-    if hermes_python is None or _same_file(hermes_python, here):
-        return Check("python", OK, f"Python {version} at {here}", facts=facts)
-    return Check("python", WARN, f"this is {here}, but the hermes command runs {hermes_python}",
-                 f"check Hermes' own Python with: {HERMES_COMMAND} doctor", facts)
+    facts["hermes_python"] = str(hermes_python or "")
+    if hermes_python is None:
+        return Check("python", OK, f"Python {version} at {here} (no hermes command on PATH to compare with)",
+                     facts=facts)
+    if _same_file(hermes_python, here):
+        return Check("python", OK, f"Python {version} at {here}, which the hermes command runs: {both}", facts=facts)
+    return Check("python", WARN, f"this is {here}, but the hermes command runs {hermes_python}, which runs the "
+                                 "plugin and its routing worker", f"{setup.hermes} {PLUGIN_NAME} doctor", facts)
 
 
 def _python_of(script: str | None) -> Path | None:
@@ -128,41 +77,27 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def dependencies_check(setup: Setup) -> Check:
-    """The core libraries and the embedder's packages import here, at the versions the plugin's code declares."""
-    backend = setup.backend
-    broken = _broken_core_modules()
-    embedder_absent = [package_name(m) for m in missing_modules(EMBEDDER_MODULES[backend])]
-    absent = [package_name(m) for m, why in broken if why is None] + embedder_absent
-    failing = [f"{package_name(m)} ({why})" for m, why in broken if why is not None]
-    unmet = [(package, requirement, version) for package, requirement, version in unmet_requirements(backend)
-             if package not in absent]
-    absent += [package for package, _, version in unmet if version is None]
-    old = [f"{requirement} ({version} installed)" for _, requirement, version in unmet if version is not None]
-    facts = {"python": sys.executable, "backend": backend, "missing": absent, "failing": failing, "too_old": old}
-    if not (absent or failing or old):
-        return Check("dependencies", OK, f"everything the plugin needs for the {backend} embedder is installed in "
-                                         f"{sys.executable}", facts=facts)
-    problems = [f"{verb} {', '.join(names)}" for verb, names in (("lacks", absent), ("has too old", old),
-                                                                  ("cannot import", failing)) if names]
-    detail = f"the Python that runs Hermes ({sys.executable}) {'; '.join(problems)}"
-    only_the_embedder = bool(embedder_absent) and not (broken or unmet)
-    chosen = install_fix(setup.home, backend, setup.settings.embedder == EmbedderSettings(), only_the_embedder)
+def dependencies_check(setup: Setup, found: Dependencies | None = None) -> Check:
+    """The core libraries and the embedder's packages import here, at the versions the plugin's code declares.
+
+    A module routing imports that is missing fails (routing cannot start); a
+    declared dependency routing does not import, or one too old, warns: the
+    routing worker's check below shows whether routing works without it.
+    """
+    found = found or missing_dependencies(setup.backend, try_imports=True)
+    facts = found.as_facts()
+    if found.complete:
+        return Check("dependencies", OK, f"everything the plugin needs for the {setup.backend} embedder is "
+                                         f"installed in {sys.executable}", facts=facts)
+    detail = f"the Python that runs the plugin ({sys.executable}) {found.words()}"
+    only_the_embedder = not (found.core_missing or found.undeclared or found.too_old)
+    chosen = install_fix(setup.home, setup.backend, setup.settings.embedder == EmbedderSettings(),
+                         only_the_embedder and found.blocking)
+    if not found.blocking:
+        detail += ", which the plugin's code declares; the worker check below shows whether routing works without it"
     why = f"; {chosen.why}" if chosen.why else ""
-    return Check("dependencies", FAIL, detail + why, chosen.fix, facts, chosen.alternative)
-
-
-def _broken_core_modules() -> list[tuple[str, str | None]]:
-    """(module, None when it is not installed, else why it does not import) for each core library that fails."""
-    broken = []
-    for module in CORE_MODULES:
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            broken.append((module, None if exc.name == module else f"it needs {exc.name}"))
-        except Exception as exc:  # noqa: BLE001 - a broken binary is as missing as an absent one
-            broken.append((module, f"{type(exc).__name__}: {first_line(exc)}"))
-    return broken
+    return Check("dependencies", FAIL if found.blocking else WARN, detail + why, chosen.fix, facts,
+                 chosen.alternative)
 
 
 def hermes_check(setup: Setup) -> Check:
@@ -174,7 +109,7 @@ def hermes_check(setup: Setup) -> Check:
     if not lookup.hermes_installed():
         status = FAIL if setup.under_hermes else WARN
         return Check("hermes", status, "Hermes does not import in this Python",
-                     f"run the check with Hermes' Python: {HERMES_COMMAND} doctor", {"version": ""})
+                     f"run the check with Hermes' Python: {setup.hermes} {PLUGIN_NAME} doctor", {"version": ""})
     from .. import ROUTING_HOOKS
 
     version, found, hooks = hermes_version(), probes.probe(load_gateway=True), valid_hooks()
@@ -182,7 +117,7 @@ def hermes_check(setup: Setup) -> Check:
     absent = [c.name for c in found if not c.available and c.name in probes.ABSENT_FEATURES]
     lacking = [c for c in found if not c.available and c.name not in probes.ABSENT_FEATURES]
     facts = {"version": version, "capabilities": [asdict(c) for c in found], "missing_hooks": missing_hooks}
-    fix = "update Hermes (hermes update), or use a Hermes version the README names"
+    fix = f"{setup.hermes} update (a Hermes that has them: see docs/install.md, Which Hermes)"
     if missing_hooks:
         return Check("hermes", FAIL, f"Hermes {version} has no {', '.join(missing_hooks)} hook: skills are not "
                                      "injected there", fix, facts)
@@ -202,11 +137,9 @@ def plugin_check(setup: Setup) -> Check:
     entry_point = any(e.name == PLUGIN_NAME for e in importlib.metadata.entry_points(group=ENTRY_POINTS))
     facts = {"folder": str(folder), "installed": folder.is_dir(), "entry_point": entry_point, **listed}
     config = setup.home / "config.yaml"
-    hermes = hermes_cli(setup.home)
-    enable = f"{hermes} plugins enable {PLUGIN_NAME} --no-allow-tool-override"
+    enable = f"{setup.hermes} plugins enable {PLUGIN_NAME} --no-allow-tool-override"
     if not folder.is_dir():
-        return Check("plugin", FAIL, f"not installed in {folder}",
-                     f"{hermes} plugins install https://github.com/OWNER/semantic-skills --enable", facts)
+        return Check("plugin", FAIL, f"not installed in {folder}", _install_plugin(setup), facts)
     if listed["disabled"]:
         return Check("plugin", FAIL, f"installed but disabled (plugins.disabled in {config}): Hermes does not load "
                                      "it", enable, facts)
@@ -220,41 +153,32 @@ def plugin_check(setup: Setup) -> Check:
     return Check("plugin", OK, f"installed and enabled ({folder})", facts=facts)
 
 
-def settings_check(setup: Setup, error: ConfigError | None) -> Check:
-    """The settings are valid, and every key in the plugin's part of config.yaml is one the plugin reads."""
-    config = setup.home / "config.yaml"
-    if error is not None:
-        return Check("settings", FAIL, f"{error} (under {SETTINGS_KEY} in {config}): the plugin runs on its defaults "
-                                       "instead of your settings",
-                     f"{hermes_cli(setup.home)} config set {SETTINGS_KEY}.<setting> <value> (README, "
-                     "Configuration)")
-    unknown = unknown_settings(setup.config)
-    if not unknown:
-        return Check("settings", OK, f"valid ({SETTINGS_KEY} in {config})")
-    detail = f"ignored by the plugin: {'; '.join(not_a_setting(key, meant) for key, meant in unknown)}"
-    hermes = hermes_cli(setup.home)
-    return Check("settings", WARN, detail, " && ".join(_rename(setup.config, hermes, key, meant)
-                                                        for key, meant in unknown),
-                 {"unknown": [key for key, _ in unknown]})
+def _install_plugin(setup: Setup) -> str:
+    """``hermes plugins install`` from where this code came from: its checkout's remote, else the checkout."""
+    source = plugin_source()
+    if source is None:
+        return (f"{setup.hermes} plugins install with the URL of the semantic-skills repository and --enable "
+                "(docs/install.md)")
+    return f"{setup.hermes} plugins install {shlex.quote(source)} --enable"
 
 
-def _rename(config: dict, hermes: str, key: str, meant: str | None) -> str:
-    """The commands that move ``key`` to ``meant``, both below ENTRY_KEY; only drop it when nothing is meant or
-    ``meant`` is set already (a duplicate must not overwrite the real setting)."""
-    unset = f"{hermes} config unset {ENTRY_KEY}.{key}"
-    entry = config["plugins"]["entries"][PLUGIN_NAME]
-    value = _at(entry, key)
-    if meant is None or _at(entry, meant) is not None:
-        return unset
-    if isinstance(value, (dict, list)):
-        return f"move {ENTRY_KEY}.{key} to {ENTRY_KEY}.{meant} in config.yaml"
-    return f"{unset} && {hermes} config set {ENTRY_KEY}.{meant} {shlex.quote(str(value))}"
-
-
-def _at(mapping: dict, dotted: str):
-    for part in dotted.split("."):
-        mapping = mapping.get(part) if isinstance(mapping, dict) else None
-    return mapping
+def plugin_source() -> str | None:
+    """What ``hermes plugins install`` can clone this code from: the checkout's ``origin`` when it is a URL,
+    else the checkout itself as a ``file://`` URL (Hermes clones only committed changes); None outside a
+    git checkout."""
+    folder = project_folder()
+    if folder is None or not (folder / ".git").exists():
+        return None
+    try:
+        config = (folder / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        config = ""
+    section = config.split('[remote "origin"]', 1)[1].split("\n[", 1)[0] if '[remote "origin"]' in config else ""
+    for line in section.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "url" and value.strip().startswith(("https://", "git@", "ssh://")):
+            return value.strip()
+    return folder.as_uri()
 
 
 def paths_check(setup: Setup) -> Check:
@@ -263,3 +187,4 @@ def paths_check(setup: Setup) -> Check:
              "state_folder": str(state_dir(setup.home)), "code": str(Path(__file__).resolve().parents[2])}
     return Check("paths", OK, f"plugin folder {facts['plugin_folder']}; index folder {facts['index_folder']}",
                  facts=facts)
+

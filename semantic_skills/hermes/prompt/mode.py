@@ -2,7 +2,10 @@
 
 ``prompt_mode: full`` keeps Hermes' listing. So does a home where routing
 cannot work yet (no index, a failed worker: see ``hermes/fallback.py``), so
-the agent still sees its skills; the reason is logged once with its fix. A
+the agent still sees its skills; the reason is logged once with its fix. An
+index that holds no skills keeps Hermes' listing too, without a warning: an
+empty library is a state, and the stub would point to skills that are not
+there. A
 session keeps the section its first request got, so its system prompt stays
 the same bytes whatever routing does meanwhile; a new session takes the
 current answer.
@@ -15,7 +18,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from ..fallback import routing_problem
+from ..fallback import library_is_empty, routing_problem
 from ..runtime import get_runtime
 from .stub import COMPACT, LISTING
 
@@ -48,5 +51,9 @@ def _current_mode(home: Path) -> str:
     if problem:
         runtime.log_once(logging.WARNING, f"{problem}; until then new sessions keep Hermes' own skills listing "
                                           "and search_skills matches the words of skill names and descriptions")
+        return LISTING
+    if mode == COMPACT and library_is_empty(runtime):  # a state, not a fault: nothing to warn about
+        runtime.log_once(logging.DEBUG, f"the index in {runtime.index_dir} holds no skills; new sessions keep "
+                                        "Hermes' own skills listing until skills are added and built")
         return LISTING
     return mode

@@ -1,0 +1,60 @@
+"""``semantic-skills doctor``: what routing needs in this Hermes home, checked one line at a time, each line said
+as soon as its check is done.
+
+The quick checks come first, in the order a user fixes things; the routing
+worker, which loads the index and the embedder, comes last, announced while
+it starts. A check is skipped only when it cannot run yet (the index needs
+numpy and faiss, the worker the embedder's packages and an index), and then
+says what it waits for instead of repeating that fix.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from .dependencies import missing_dependencies
+from .report import FAIL, SKIP, Check, Progress, Setup, Verdict, verdict
+from .routing_checks import index_check, skills_check, worker_check
+from .settings_check import settings_check
+from .setup_checks import dependencies_check, hermes_check, paths_check, plugin_check, python_check, read_setup
+
+ORDER = ("python", "dependencies", "hermes", "plugin", "settings", "paths", "skills", "index", "worker")
+
+
+def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
+    """Every check of :data:`ORDER`, yielded as it finishes (a :class:`Progress` before the worker's), then the
+    :class:`Verdict` on them."""
+    setup = read_setup()
+    checks = []
+    for item in _checks(setup, worker_timeout):
+        if isinstance(item, Check):
+            checks.append(item)
+        yield item
+    yield verdict(checks, setup)
+
+
+def _checks(setup: Setup, worker_timeout: float) -> Iterator[Check | Progress]:
+    yield python_check(setup)
+    found = missing_dependencies(setup.backend, try_imports=True)
+    yield dependencies_check(setup, found)
+    yield hermes_check(setup)
+    yield plugin_check(setup)
+    yield settings_check(setup)
+    yield paths_check(setup)
+    yield skills_check(setup)
+    if found.core_missing:
+        waits = f"checked once {', '.join(found.core_missing)} import (see dependencies above)"
+        yield Check("index", SKIP, waits)
+        yield Check("worker", SKIP, waits)
+        return
+    index = index_check(setup)
+    yield index
+    if found.blocking:
+        yield Check("worker", SKIP, f"started once {', '.join(found.absent + found.failing)} are installed (see "
+                                    "dependencies above)")
+    elif index.status == FAIL:
+        yield Check("worker", SKIP, "started once the index above is fixed")
+    else:
+        yield Progress(f"starting the routing worker with the {setup.backend} embedder (loading the index and the "
+                       f"model; up to {worker_timeout:.0f} s)...")
+        yield worker_check(setup, worker_timeout)

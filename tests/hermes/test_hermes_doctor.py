@@ -1,0 +1,221 @@
+"""``doctor`` judges by what happens: each line says what the plugin will really do, lines stream as each check
+finishes with the routing worker last, every fix runs, and an empty library is a state, not an error."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from semantic_skills.hermes.config import SETTINGS_KEY
+from semantic_skills.hermes.doctor import report, run
+from semantic_skills.hermes.doctor.dependencies import Dependencies
+
+from hermes_testkit import EXAMPLE_SKILLS, NO_RUNTIME_INSTALLS, PLUGIN, build_index, run_hermes, subprocess_env
+
+
+def make_home(root: Path, plugin: Path, skills: Path, **settings) -> Path:
+    """A Hermes home with ``plugin`` as its plugin folder (enabled) and ``skills`` as its skills folder."""
+    home = root / "home"
+    (home / "plugins").mkdir(parents=True)
+    (home / "plugins" / PLUGIN).symlink_to(plugin, target_is_directory=True)
+    (home / "skills").symlink_to(skills, target_is_directory=True)
+    config = {"plugins": {"enabled": [PLUGIN], "entries": {PLUGIN: {"settings": settings}}}, **NO_RUNTIME_INSTALLS}
+    (home / "config.yaml").write_text(yaml.safe_dump(config))
+    return home
+
+
+def stream_hermes(home: Path, *args: str) -> tuple[int, list[tuple[float, str]]]:
+    """Run ``hermes ARGS`` and note when each line of its output arrives."""
+    env = dict(subprocess_env(home), COLUMNS="200")
+    env.pop("PYTHONPATH")
+    child = subprocess.Popen([str(Path(sys.executable).with_name("hermes")), *args], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    lines = [(time.monotonic(), line.rstrip("\n")) for line in child.stdout]
+    return child.wait(timeout=600), lines
+
+
+def index_with(embedder, skills: Path, index_dir: Path) -> None:
+    """An index of ``skills`` built with the session's loaded model (no model load of its own)."""
+    from semantic_skills.builder import build_index as build
+    from semantic_skills.skills.discovery import SkillsRoot
+
+    build([SkillsRoot(skills.resolve())], index_dir, embedder)
+
+
+def test_doctor_streams_its_lines_and_says_routing_works_with_what_falls_back(tmp_path, hermes_home,
+                                                                             bundled_embedder):
+    """An invalid threshold falls back alone: Hermes routes all the same, and doctor says so, line by line as each
+    check ends, the routing worker last. (A dependency a new release declares: test_hermes_install.py.)"""
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS, skills)
+    home = make_home(tmp_path, hermes_home.checkout, skills, threshold="high", prompt_mode="full",
+                     index_dir=str(tmp_path / "index"))
+    index_with(bundled_embedder, skills, tmp_path / "index")
+
+    code, timed = stream_hermes(home, "semantic-skills", "doctor")
+
+    lines = [line for _, line in timed]
+    assert code == 0, "\n".join(lines)
+    marks = [line.split(":")[0] for line in lines if not line.startswith((" ", "routing"))]
+    assert marks == ["ok   python", "ok   dependencies", "ok   hermes", "ok   plugin", "WARN settings", "ok   paths",
+                     "ok   skills", "ok   index", "...  starting the routing worker with the sentence-transformers "
+                     "embedder (loading the index and the model; up to 120 s)...", "ok   worker"]
+    settings = next(line for line in lines if line.startswith("WARN settings"))
+    assert settings == ("WARN settings: threshold 'high' is not a number from 0.30 to 1.0: routing uses 0.38 (the "
+                        "default floor); every other setting applies as set")
+    unset = f"HERMES_HOME={home} hermes config unset {SETTINGS_KEY}.threshold"
+    assert lines[lines.index(settings) + 1] == f"     fix: {unset}"
+    assert lines[-2:] == ["routing works, with these warnings:", f"  {settings[5:]}"]
+    python = next(line for line in lines if line.startswith("ok   python"))
+    assert python.endswith(": the plugin runs in it and starts its routing worker with it")
+    # streamed: the quick lines were out before the worker had started, not all at the end
+    first, worker = timed[0][0], next(at for at, line in timed if line.startswith("ok   worker"))
+    assert worker - first > 1.0, [(round(at - first, 2), line[:30]) for at, line in timed]
+
+
+def test_an_empty_library_is_a_state_and_nothing_suggested_refuses(tmp_path, hermes_home):
+    empty = tmp_path / "no-skills-yet"
+    empty.mkdir()
+    home = make_home(tmp_path, hermes_home.checkout, empty, index_dir=str(tmp_path / "index"))
+    build_index(home)  # an empty library builds an empty index, without loading a model
+
+    doctor, status = run_hermes(home, "semantic-skills", "doctor", timeout=600), run_hermes(home, "semantic-skills",
+                                                                                          "status")
+
+    assert doctor.returncode == status.returncode == 0, doctor.stdout + doctor.stderr + status.stderr
+    lines = doctor.stdout.splitlines()
+    assert lines[-1] == "routing works" and not [line for line in lines if line.startswith(("WARN", "FAIL"))]
+    assert any(line.startswith(f"ok   skills: no SKILL.md under {empty} yet: an empty library") for line in lines)
+    assert any(line.startswith("ok   index: holds no skills") for line in lines)
+    assert any(line.startswith("ok   worker: ") and "the index holds no skills" in line for line in lines)
+    suggested = set(re.findall(r"`([^`]+)`", doctor.stdout + status.stdout))
+    assert suggested == {f"HERMES_HOME={home} hermes semantic-skills build"}  # for this home, from both
+    env = {**subprocess_env(home), "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    del env["HERMES_HOME"]  # it runs as printed: the command names the home itself
+    for command in suggested:  # each one runs, and succeeds
+        done = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, command + done.stdout + done.stderr
+
+
+def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path, hermes_home, bundled_embedder,
+                                                                       caplog, monkeypatch):
+    from semantic_skills.hermes.prompt.mode import prompt_mode
+    from semantic_skills.hermes.prompt.stub import COMPACT, LISTING
+    from semantic_skills.hermes.runtime import get_runtime
+
+    empty = tmp_path / "no-skills-yet"
+    empty.mkdir()
+    home = make_home(tmp_path, hermes_home.checkout, empty, index_dir=str(tmp_path / "index"))
+    build_index(home)
+    runtime = get_runtime(home, start=False)
+    monkeypatch.setattr(runtime.client, "start", lambda: None)  # the section is read from the index, not the worker
+    try:
+        with caplog.at_level(logging.DEBUG, logger="semantic_skills"):
+            empty_mode = prompt_mode(home, "empty-library")
+        (empty / "one").mkdir()
+        (empty / "one" / "SKILL.md").write_text("---\nname: one\ndescription: the first skill\n---\nBody.\n")
+        index_with(bundled_embedder, empty, tmp_path / "index")
+        one_skill = prompt_mode(home, "one-skill")
+    finally:
+        runtime.close()
+
+    assert (empty_mode, one_skill) == (LISTING, COMPACT)
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in caplog.records if "holds no skills" in r.getMessage()] == [
+        f"semantic-skills: the index in {tmp_path / 'index'} holds no skills; new sessions keep Hermes' own skills "
+        "listing until skills are added and built"]
+
+
+def test_a_failing_check_hides_no_later_check_that_can_run(monkeypatch, hermes_home):
+    """Only the embedder's package is missing: the index is still checked; the worker, which needs it, waits."""
+    lacking = Dependencies("sentence-transformers", absent=("sentence-transformers",))
+    monkeypatch.setattr(run, "missing_dependencies", lambda backend, try_imports: lacking)
+
+    items = list(run.run_doctor(30))
+
+    checks = {item.name: item for item in items if isinstance(item, report.Check)}
+    assert list(checks) == list(run.ORDER) and checks["dependencies"].status == "fail"
+    assert checks["index"].status != "skip"  # it needs numpy and faiss only
+    assert (checks["worker"].status, checks["worker"].detail) == (
+        "skip", "started once sentence-transformers are installed (see dependencies above)")
+    assert not any(isinstance(item, report.Progress) for item in items)  # no worker started, so none announced
+    assert items[-1].healthy is False and items[-1].text.startswith("routing does not work yet")
+
+
+@pytest.mark.parametrize("statuses, healthy, text", [
+    ({"worker": "ok"}, True, "routing works"),
+    ({"settings": "warn", "worker": "ok"}, True, "routing works, with these warnings:\n  settings: said"),
+    ({"plugin": "fail", "worker": "ok"}, False, "the routing worker answers, but Hermes does not route until the "
+                                                "FAIL lines above are fixed (plugin); then run `semantic-skills "
+                                                "doctor` again"),
+    ({"index": "fail", "worker": "skip"}, False, "routing does not work yet: apply the fixes from the top, then "
+                                                 "run `semantic-skills doctor` again"),
+])
+def test_the_verdict_says_routing_works_whenever_a_route_succeeded(statuses, healthy, text, tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "hermes_cli", lambda home: "hermes")
+    monkeypatch.delenv("SEMANTIC_SKILLS_COMMAND", raising=False)
+    setup = report.Setup(tmp_path, {}, None, tmp_path, "onnx", "semantic-skills")
+    checks = [report.Check(name, status, "said") for name, status in statuses.items()]
+
+    assert report.verdict(checks, setup) == report.Verdict(healthy, text)
+
+
+
+@pytest.mark.parametrize("argv, own", [
+    (["hermes", "semantic-skills", "status"], True),
+    (["/venv/bin/hermes", "-p", "work", "semantic-skills", "doctor"], True),
+    (["hermes", "--profile", "semantic-skills", "chat"], False),  # a profile of that name, running a chat
+    (["hermes", "chat", "-q", "semantic-skills"], False),
+    (["hermes"], False),
+])
+def test_the_plugins_own_command_is_told_from_a_hermes_that_chats(argv, own):
+    from semantic_skills.hermes import runs_own_command
+
+    assert runs_own_command(argv) is own
+
+
+def test_usage_lines_show_the_command_without_the_home_it_sets(monkeypatch):
+    from semantic_skills.errors import COMMAND_ENV, command, program_name
+
+    monkeypatch.setenv(COMMAND_ENV, "HERMES_HOME=/srv/profiles/work hermes semantic-skills")
+    assert program_name() == "hermes semantic-skills"
+    assert command("build") == "HERMES_HOME=/srv/profiles/work hermes semantic-skills build"  # fixes name the home
+
+
+class RecordingContext:
+    """A plugin context as Hermes 0.19's: it accepts every registration and keeps nothing, and has no get_config
+    (which register() would install process-wide)."""
+
+    def __getattr__(self, name):
+        if not name.startswith("register_"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: None
+
+
+def test_register_for_the_plugins_own_command_starts_no_worker_and_says_nothing_at_info(tmp_path, monkeypatch,
+                                                                                       caplog):
+    from semantic_skills.hermes import register
+    from semantic_skills.hermes import runtime as runtime_module
+    from semantic_skills.hermes.runtime import get_runtime
+
+    home = make_home(tmp_path, tmp_path, tmp_path / "skills")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setattr(sys, "argv", ["hermes", "semantic-skills", "status"])
+    with caplog.at_level(logging.INFO, logger="semantic_skills"):
+        register(RecordingContext())
+    assert runtime_module._plugin_config is None  # nothing left behind for the next test
+    runtime = get_runtime(home, start=False)
+    try:
+        assert runtime.client._supervisor is None  # no routing worker: this process only runs a command
+    finally:
+        runtime.close()
+    assert not [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
