@@ -123,10 +123,11 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
     and the message is neither routed nor recorded a second time.
     """
     if isinstance(turn_id, str) and turn_id:
-        answered, answer = rt.answered.get(turn_id)
+        turn = (str(session_id), turn_id, hash(user_message))  # a turn id reused for another message is another turn
+        answered, answer = rt.answered.get(turn)
         if not answered:
             answer = _answer_turn(rt, session_id, user_message, platform, sender_id, conversation_history)
-            rt.answered.keep(turn_id, answer)
+            rt.answered.keep(turn, answer)
         return answer
     return _answer_turn(rt, session_id, user_message, platform, sender_id, conversation_history)
 

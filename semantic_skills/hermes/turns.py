@@ -185,24 +185,24 @@ class _Chat:
 
 
 class AnsweredTurns:
-    """The answer ``pre_llm_call`` gave each agent turn Hermes names (``turn_id``), so a turn asked about again
-    gets the same answer without being routed or recorded twice; bounded, thread-safe."""
+    """The answer ``pre_llm_call`` gave each agent turn Hermes names (its session, ``turn_id`` and message), so a
+    turn asked about again gets the same answer without being routed or recorded twice; bounded, thread-safe."""
 
     def __init__(self, max_turns: int = 4096):
-        self._answers: OrderedDict[str, dict | None] = OrderedDict()
+        self._answers: OrderedDict[tuple, dict | None] = OrderedDict()
         self._lock = threading.Lock()
         self._max = max_turns
 
-    def get(self, turn_id: str) -> tuple[bool, dict | None]:
-        """``(True, answer)`` when ``turn_id`` was answered, else ``(False, None)``."""
+    def get(self, turn: tuple) -> tuple[bool, dict | None]:
+        """``(True, answer)`` when ``turn`` was answered, else ``(False, None)``."""
         with self._lock:
-            if turn_id in self._answers:
-                return True, self._answers[turn_id]
+            if turn in self._answers:
+                return True, self._answers[turn]
         return False, None
 
-    def keep(self, turn_id: str, answer: dict | None) -> None:
+    def keep(self, turn: tuple, answer: dict | None) -> None:
         with self._lock:
-            self._answers[turn_id] = answer
-            self._answers.move_to_end(turn_id)
+            self._answers[turn] = answer
+            self._answers.move_to_end(turn)
             while len(self._answers) > self._max:
                 self._answers.popitem(last=False)

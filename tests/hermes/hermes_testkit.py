@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -282,7 +283,8 @@ class Gateway:
 
             history = self.histories.setdefault(entry.session_id, [])
             message = {"role": "user", "content": event.text}
-            results = invoke_hook("pre_llm_call", session_id=entry.session_id, task_id="t", turn_id="t",
+            turn_id = f"{entry.session_id}:t:{uuid.uuid4().hex[:8]}"  # unique per turn, as Hermes names it
+            results = invoke_hook("pre_llm_call", session_id=entry.session_id, task_id="t", turn_id=turn_id,
                                   user_message=event.text, conversation_history=[*history, message],
                                   is_first_turn=not history, model="fake-model", platform=source.platform.value,
                                   sender_id=source.user_id or "")
