@@ -43,14 +43,17 @@ def test_after_install_commands_fit_the_panel_and_find_this_homes_plugin(hermes_
     text = (REPO / "after-install.md").read_text(encoding="utf-8")
     commands = [line for block in text.split("```bash\n")[1:] for line in block.split("```")[0].splitlines()]
     assert commands and all(len(line) <= 74 for line in commands)  # Hermes shows them in an 80-column panel
-    assignments = [line for line in commands if line.startswith(("HERMES_PY=", "PLUGIN="))]
-    script = "\n".join(assignments + ['printf "%s\\n%s" "$HERMES_PY" "$PLUGIN"'])
+    assignments = [line for line in commands if line.startswith(("HERMES_BIN=", "HERMES_PY=", "PLUGIN=", "Q=",
+                                                                 "HERMES_DIST="))]
+    script = "\n".join(assignments + ['printf "%s\\n%s\\n%s" "$HERMES_PY" "$PLUGIN" "$HERMES_DIST"'])
     env = {"PATH": f"{HERMES.parent}:/usr/bin:/bin", "HOME": "/nonexistent", "HERMES_HOME": str(hermes_home.path)}
-    python, plugin = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
-                                    check=True).stdout.splitlines()
+    python, plugin, distribution = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                                                  check=True).stdout.splitlines()
 
+    assert len(assignments) == 5
     assert Path(python) == HERMES.parent / "python" and Path(python).exists()  # the venv's own interpreter
     assert Path(plugin) == hermes_home.path / "plugins" / PLUGIN and Path(plugin, "pyproject.toml").is_file()
+    assert distribution == "hermes-agent"  # what installed this Hermes: pip keeps its pins, installs no other
 
 
 def test_plugin_manager_loads_both_hooks_and_the_tool(plugin_manager):
