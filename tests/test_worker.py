@@ -250,3 +250,29 @@ def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(e
     assert mismatch[0] == FAILED and "the configured embedder is onnx" in mismatch[1]
     assert mismatch[2] not in (None, first)  # a new worker, not a restart delay
     assert answer.status == OK and answer.data["skill"] == "pdf-to-markdown"
+
+
+HOST_OF_A_CHILD = """
+import subprocess, sys
+from semantic_skills.worker.launch import isolated_command
+child = subprocess.run(isolated_command(sys.executable, sys.argv[1]), capture_output=True, text=True)
+print(child.stdout.strip() or child.stderr.strip().splitlines()[-1])
+"""
+
+
+@pytest.mark.parametrize("probe, seen", [("environment_probe", "found in the host's environment"),
+                                         ("cwd_probe", "No module named cwd_probe")])
+def test_a_child_searches_the_folders_its_host_imports_from_but_never_the_hosts_working_folder(tmp_path, probe, seen):
+    """Hermes' package manager runs Hermes with its environment's packages on PYTHONPATH, which the child's -E
+    drops: the child searches the host's import folders after its own, but not the folder the host runs in."""
+    environment, working = tmp_path / "environment", tmp_path / "working"
+    environment.mkdir()
+    working.mkdir()
+    (environment / "environment_probe.py").write_text("print(\"found in the host's environment\")\n")
+    (working / "cwd_probe.py").write_text("print('planted in the working folder')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(environment), str(REPO)])}
+
+    host = subprocess.run([sys.executable, "-c", HOST_OF_A_CHILD, probe], cwd=working, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert host.returncode == 0, host.stderr
+    assert host.stdout.strip().endswith(seen)

@@ -8,7 +8,11 @@ current folder nor a script's folder goes on ``sys.path``), and a short
 bootstrap loads the package from the folder this file is in, which also works
 when the plugin is a plain folder that was never pip-installed. Unlike
 ``-I``, this keeps a ``pip install --user`` site, which belongs to the same
-user as the process.
+user as the process. The child also searches, after its own, every folder the
+starting process imports from (:func:`host_import_paths`): Hermes' package
+manager (0.21 and later) runs Hermes with its environment's packages in place
+of the interpreter's, through ``PYTHONPATH``, which ``-E`` would drop. The
+starting process's working folder stays out.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from ..errors import COMMAND_ENV, DEFAULT_COMMAND
@@ -24,12 +29,13 @@ from .protocol import Startup
 
 PACKAGE_FOLDER = Path(__file__).resolve().parents[1]
 ISOLATED = ("-E", "-P")
-# Loads the package from an exact folder (argv[1]) and runs one of its modules
-# (argv[2]) as __main__ with the remaining arguments.
+# Loads the package from an exact folder (argv[1]), searches the host's import folders (argv[3], os.pathsep
+# between them) after its own, and runs one of its modules (argv[2]) as __main__ with the remaining arguments.
 BOOTSTRAP = (
-    "import importlib.util, runpy, sys\n"
-    "folder, module = sys.argv[1], sys.argv[2]\n"
-    "del sys.argv[1:3]\n"
+    "import importlib.util, os, runpy, sys\n"
+    "folder, module, paths = sys.argv[1], sys.argv[2], sys.argv[3]\n"
+    "del sys.argv[1:4]\n"
+    "sys.path.extend(p for p in paths.split(os.pathsep) if p and p not in sys.path)\n"
     "spec = importlib.util.spec_from_file_location('semantic_skills', folder + '/__init__.py',"
     " submodule_search_locations=[folder])\n"
     "package = sys.modules['semantic_skills'] = importlib.util.module_from_spec(spec)\n"
@@ -45,8 +51,18 @@ WORKER_THREAD_LIMITS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MK
 
 
 def isolated_command(python: str, module: str, *arguments: str) -> list[str]:
-    """``python`` running ``module`` of this package as ``__main__``, shielded from the cwd and PYTHONPATH."""
-    return [python, *ISOLATED, "-c", BOOTSTRAP, str(PACKAGE_FOLDER), module, *arguments]
+    """``python`` running ``module`` of this package as ``__main__``, shielded from the cwd and PYTHONPATH, and
+    searching this process's import folders after its own."""
+    paths = os.pathsep.join(host_import_paths())
+    return [python, *ISOLATED, "-c", BOOTSTRAP, str(PACKAGE_FOLDER), module, paths, *arguments]
+
+
+def host_import_paths() -> list[str]:
+    """The folders this process imports from, but its working folder and any relative entry (``""`` stands for
+    the working folder): what a child started with ``-E -P`` searches after its own."""
+    here = os.path.realpath(os.getcwd())
+    return [path for path in sys.path
+            if path and os.path.isabs(path) and os.path.realpath(path) != here and os.path.isdir(path)]
 
 
 def launch(python: str, startup: Startup, cli_command: str = DEFAULT_COMMAND, host: str = "") -> subprocess.Popen:
