@@ -91,8 +91,8 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
         if status.state in (WAITING_FOR_INDEX, FAILED):  # those are logged by the client
             _record_turn(rt, turn, Reply(status_for_state(status.state), error=status.detail), decision_log.UNANSWERED)
         else:
-            rt.log_once(logging.INFO, "the routing worker is warming up; until it is ready, messages pass "
-                                      "through and get their skill just before the model call")
+            rt.log_once(logging.DEBUG, "the routing worker is warming up; until it is ready, messages pass "
+                                       "through and get their skill just before the model call")
             turn.state = TurnState.DEFERRED
         return None
     offer = rt.offer(turn.platform)
@@ -100,8 +100,8 @@ def _route_gateway_turn(rt: PluginRuntime, turn: GatewayTurn, text: str) -> dict
     timeout = rt.route_timeout()
     reply = result_within(turn.decision, timeout)
     if reply.status == TIMEOUT:
-        rt.log_once(logging.INFO, f"a routing answer took longer than {timeout * 1000:.0f} ms; "
-                                  "late skills are added just before the model call")
+        rt.log_once(logging.DEBUG, f"a routing answer took longer than {timeout * 1000:.0f} ms; "
+                                   "late skills are added just before the model call")
         turn.state = TurnState.PENDING
         return None
     block, outcome = _decided_block(rt, reply)
