@@ -36,6 +36,7 @@ from .decision_entry import (  # noqa: F401 - the record's names, importable fro
 )
 from .files import open_regular_file, refuse_unless_regular, set_aside, special_kind, tighten
 from .logs import OnceLogger
+from .threads import LazyThread
 
 MAX_LINE_BYTES = 64 * 1024
 QUEUE_LIMIT = 2_048       # entries waiting for the writer; older ones are dropped beyond it
@@ -60,8 +61,7 @@ class DecisionLog:
         self._pending: collections.deque[Pending] = collections.deque(maxlen=QUEUE_LIMIT)
         self._wake = threading.Event()
         self._write_lock = threading.Lock()
-        self._start_lock = threading.Lock()
-        self._writer: threading.Thread | None = None
+        self._writer = LazyThread(self._write_loop, "semantic-skills-record")
         self._closed = False
         self._fd: int | None = None
         self._size = 0
@@ -73,12 +73,7 @@ class DecisionLog:
             return
         self._pending.append(entry)
         self._wake.set()
-        if self._writer is None:
-            with self._start_lock:
-                if self._writer is None:
-                    self._writer = threading.Thread(target=self._write_loop, name="semantic-skills-record",
-                                                    daemon=True)
-                    self._writer.start()
+        self._writer.start()
 
     def flush(self) -> None:
         """Write every queued entry now (a write error is logged once and the entries are dropped).

@@ -17,16 +17,11 @@ from .gates import FLOOR, FULL, HINT
 
 NEAR_SIMILARITY = 0.03  # a similarity this close under the floor is a near miss
 NEAR_GAP = 0.05         # a relative gap or margin this close under its threshold is a near miss
-TOP_SKILLS = 10
-SLOWEST = 5
-NEAR_MISS_SKILLS = 5
+TOP_SKILLS, SLOWEST, NEAR_MISS_SKILLS = 10, 5, 5  # how many skills, slowest routes and near misses are shown
 # calibrate is worth it when this many fixable near misses of one gate, at least this share of the decisions,
-# piled up
-MIN_NEAR_MISSES = 5
-NEAR_MISS_SHARE = 0.05
-# ... or when one skill takes this share of at least that many injections (a skill that wins everything)
-DOMINANT_SHARE = 0.5
-MIN_INJECTIONS = 20
+# piled up, or when one skill takes this share of at least that many injections (a skill that wins everything)
+MIN_NEAR_MISSES, NEAR_MISS_SHARE = 5, 0.05
+DOMINANT_SHARE, MIN_INJECTIONS = 0.5, 20
 
 _DURATION = re.compile(r"^\s*(\d{1,6})\s*([mhdw])\s*$")
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -22,6 +22,7 @@ from typing import Callable
 
 from ...files import atomic_write, file_stamp, set_aside, tighten
 from ...logs import OnceLogger
+from ...threads import LazyThread
 from .chats import ChatRecords
 from .ledger import BlockLedger
 from .live import Live
@@ -41,13 +42,12 @@ class TrustStore:
         self.chats = ChatRecords(max_chats, ttl_seconds, clock)
         self._clock = clock
         self._log_once = log_once or OnceLogger()
-        self._lock = threading.Lock()
         self._on_disk = Snapshot()  # the file as this process last read or wrote it
         self._stamp = None  # its stamp then
         self._loaded = threading.Event()
         self._dirty = threading.Event()
         self._closed = False
-        self._writer: threading.Thread | None = None
+        self._writer = LazyThread(self._write_loop, "semantic-skills-dedupe")
         self._load_in_background()
 
     def resize(self, max_chats: int, ttl_seconds: float) -> None:
@@ -77,12 +77,7 @@ class TrustStore:
         if self.path is None or self._closed:
             return
         self._dirty.set()
-        if self._writer is None:
-            with self._lock:
-                if self._writer is None:
-                    self._writer = threading.Thread(target=self._write_loop, name="semantic-skills-dedupe",
-                                                    daemon=True)
-                    self._writer.start()
+        self._writer.start()
 
     # ------------------------------------------------------------------ reading the file, off the start path
 
