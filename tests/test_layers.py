@@ -139,7 +139,7 @@ def hermes_references(path: Path, modules: frozenset[str]) -> list[str]:
     return found
 
 
-def test_only_the_host_package_touches_hermes_modules():
+def test_only_the_host_package_touches_hermes_modules(hermes_installed):
     modules = hermes_modules()
     assert {"agent.skill_utils", "hermes_cli.plugins", "gateway.run"} <= modules  # the control: Hermes is known
     touching = {name: hermes_references(path, modules) for name, (path, _) in module_files().items()
@@ -159,7 +159,7 @@ def test_only_the_trust_package_grants_trust():
     assert [name for name in granting if not name.startswith(TRUST + ".")] == []
 
 
-def test_every_hermes_module_the_host_asks_is_listed_with_why_in_the_architecture_page():
+def test_every_hermes_module_the_host_asks_is_listed_with_why_in_the_architecture_page(hermes_installed):
     modules, page = hermes_modules(), (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     named = {ref.strip("'") for path in (PACKAGE / "hermes" / "host").glob("*.py")
              for ref in hermes_references(path, modules) if ref.startswith("'")}
