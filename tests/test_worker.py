@@ -276,3 +276,17 @@ def test_a_child_searches_the_folders_its_host_imports_from_but_never_the_hosts_
                           text=True, timeout=120)
     assert host.returncode == 0, host.stderr
     assert host.stdout.strip().endswith(seen)
+
+
+def test_a_child_writes_no_bytecode_into_the_plugin_folder_it_runs_from(tmp_path):
+    """Hermes' plugin doctor loads a copy of the plugin and deletes it: a worker importing from the copy must not
+    write into it meanwhile (the deletion then failed with 'Directory not empty')."""
+    copy = tmp_path / "plugin"
+    shutil.copytree(REPO / "semantic_skills", copy / "semantic_skills", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}  # the host writes none itself
+
+    host = subprocess.run([sys.executable, "-c", HOST_OF_A_CHILD, "semantic_skills.worker"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+    assert "usage: python -m semantic_skills.worker" in host.stdout  # the child imported the worker and ran it
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("__pycache__")) == []

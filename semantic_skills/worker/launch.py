@@ -12,7 +12,9 @@ user as the process. The child also searches, after its own, every folder the
 starting process imports from (:func:`host_import_paths`): Hermes' package
 manager (0.21 and later) runs Hermes with its environment's packages in place
 of the interpreter's, through ``PYTHONPATH``, which ``-E`` would drop. The
-starting process's working folder stays out.
+starting process's working folder stays out. And it writes no bytecode (``-B``):
+the package's folder is the plugin Hermes installed, which Hermes' plugin
+checks copy, load and delete while a worker started there may be importing.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ..requirements import HOST_ENV
 from .protocol import Startup
 
 PACKAGE_FOLDER = Path(__file__).resolve().parents[1]
-ISOLATED = ("-E", "-P")
+ISOLATED = ("-E", "-P", "-B")
 # Loads the package from an exact folder (argv[1]), searches the host's import folders (argv[3], os.pathsep
 # between them) after its own, and runs one of its modules (argv[2]) as __main__ with the remaining arguments.
 BOOTSTRAP = (
