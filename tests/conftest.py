@@ -12,24 +12,6 @@ import pytest
 from support import EXAMPLES
 
 
-def pytest_collection_modifyitems(items):
-    """The tests that share a module-scoped fixture run in one xdist worker (``--dist loadgroup``, set in
-    pyproject.toml), so the fixture is built once rather than once in each worker: a routing worker with its model,
-    a Hermes venv, an index. So do the tests of one Hermes build (tests/builds): its steps run once, and no worker
-    sits waiting for another to finish them. Every other test goes to whichever worker is free."""
-    for item in items:
-        build = getattr(getattr(item, "callspec", None), "params", {}).get("build")
-        if build is not None:
-            item.add_marker(pytest.mark.xdist_group(f"build-{build}"))
-            continue
-        info = getattr(item, "_fixtureinfo", None)
-        for name in info.names_closure if info else ():
-            definitions = info.name2fixturedefs.get(name)
-            if definitions and definitions[-1].scope == "module":
-                item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-                break
-
-
 @pytest.fixture(autouse=True)
 def _isolated_hermes_home(tmp_path_factory, monkeypatch):
     """Every test gets an empty HERMES_HOME and no index-dir override."""
