@@ -5,11 +5,10 @@ plugin installed from a clean clone of this checkout with ``hermes plugins
 install`` (the scan on, no question, no ``--force``), an index built and
 ``doctor`` run with Hermes' ``semantic-skills`` command, then two one-shot
 chats and a driver script's gateway and agent turns against a fake model.
-A build's tests run in one pytest-xdist worker (tests/conftest.py groups
-them), and each step runs once in the whole run all the same
-(``buildkit.once``: whoever asks later, in any worker or after pytest set the
-build's fixtures up again, reads its result). Each missing build is skipped
-with the command that makes it.
+Each of these steps runs once in the whole run, whichever pytest-xdist worker
+asks first (``buildkit.once``: whoever asks later, in the other worker or
+after pytest set the build's fixtures up again, reads its result). Each
+missing build is skipped with the command that makes it.
 """
 
 from __future__ import annotations
