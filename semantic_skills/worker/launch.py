@@ -14,7 +14,8 @@ manager (0.21 and later) runs Hermes with its environment's packages in place
 of the interpreter's, through ``PYTHONPATH``, which ``-E`` would drop. The
 starting process's working folder stays out. And it writes no bytecode (``-B``):
 the package's folder is the plugin Hermes installed, which Hermes' plugin
-checks copy, load and delete while a worker started there may be importing.
+checks copy, load and delete while a worker started there may be importing (compiling the package's
+modules instead costs the worker under 0.1 s a start).
 """
 
 from __future__ import annotations
