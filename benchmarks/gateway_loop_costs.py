@@ -86,6 +86,18 @@ def timed_hook(manager, name: str, calls: list[tuple[float, bool]]) -> None:
     callbacks[index] = timed
 
 
+def timing(function, milliseconds: list[float]):
+    """``function``, adding how long each call takes, in milliseconds, to ``milliseconds``."""
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            milliseconds.append((time.perf_counter() - start) * 1000)
+
+    return timed
+
+
 def measure(args, home: Path) -> dict:
     sys.path[:0] = [str(common.REPO / "tests"), str(common.REPO / "tests" / "hermes")]
     from hermes_cli.plugins import get_plugin_manager, invoke_hook
@@ -106,15 +118,7 @@ def measure(args, home: Path) -> dict:
     issue_ms: list[float] = []
     timed_hook(manager, "pre_gateway_dispatch", hook_calls)
     issue = blocks.issue
-
-    def timed_issue(*a, **k):
-        start = time.perf_counter()
-        try:
-            return issue(*a, **k)
-        finally:
-            issue_ms.append((time.perf_counter() - start) * 1000)
-
-    blocks.issue = timed_issue
+    blocks.issue = timing(issue, issue_ms)
     result = {}
     for max_chars in (16_000, 200_000):
         write_config(home, max_chars)
@@ -132,16 +136,7 @@ def measure(args, home: Path) -> dict:
     blocks.issue = issue
 
     take_ms: list[float] = []
-    take = runtime.turns.take
-
-    def timed_take(*a, **k):
-        start = time.perf_counter()
-        try:
-            return take(*a, **k)
-        finally:
-            take_ms.append((time.perf_counter() - start) * 1000)
-
-    runtime.turns.take = timed_take
+    runtime.turns.take = timing(runtime.turns.take, take_ms)
     user = gateway.new_user()
     for number in range(args.commands):
         invoke_hook("pre_gateway_dispatch", event=gateway.event(f"/status {number}", user), gateway=gateway.runner,
