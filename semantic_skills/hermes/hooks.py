@@ -122,6 +122,8 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
     A turn Hermes names (``turn_id``) is answered once: asked about again, the hook gives the same answer,
     and the message is neither routed nor recorded a second time.
     """
+    if not isinstance(user_message, str) or not user_message.strip():
+        return None  # nothing to route (a multimodal turn's message is a list)
     if isinstance(turn_id, str) and turn_id:
         turn = (str(session_id), turn_id, hash(user_message))  # a turn id reused for another message is another turn
         answered, answer = rt.answered.get(turn)
@@ -132,9 +134,8 @@ def pre_llm_call(rt: PluginRuntime, session_id=None, user_message=None, platform
     return _answer_turn(rt, session_id, user_message, platform, sender_id, conversation_history)
 
 
-def _answer_turn(rt: PluginRuntime, session_id, user_message, platform, sender_id, conversation_history) -> dict | None:
-    if not isinstance(user_message, str) or not user_message.strip():
-        return None
+def _answer_turn(rt: PluginRuntime, session_id, user_message: str, platform, sender_id,
+                 conversation_history) -> dict | None:
     rt.refresh()
     deadline = rt.hook_deadline()
     platform, sender_id = platform or "", str(sender_id or "")

@@ -4,6 +4,7 @@ it (``GatewayRunner._handle_message`` and a real ``AIAgent`` turn), and ``hermes
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from datetime import datetime, timezone
@@ -160,3 +161,16 @@ def test_a_turn_hermes_asks_about_twice_is_routed_and_recorded_once(recorded, ro
     assert [op for op, _ in routing_requests] == ["route"] and len(recorded()) == 1
     ask("turn-ids:task:2")
     assert [op for op, _ in routing_requests] == ["route", "route"] and len(recorded()) == 2
+
+
+def test_a_multimodal_turn_hermes_names_passes_quietly(recorded, routing_requests, plugin_manager, caplog):
+    """Hermes passes a multimodal turn's message as a list of parts: nothing is routed, and the hook does not fail
+    (a turn id made the hook hash the message before it looked at it)."""
+    parts = [{"type": "text", "text": DOCKER}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,"}}]
+    with caplog.at_level(logging.WARNING):
+        answers = plugin_manager.invoke_hook("pre_llm_call", session_id="parts", turn_id="parts:task:1",
+                                             user_message=parts, conversation_history=[], platform="cli",
+                                             sender_id="")
+
+    assert [a for a in answers if a] == [] and routing_requests == [] and recorded() == []
+    assert [r.getMessage() for r in caplog.records if "pre_llm_call failed" in r.getMessage()] == []
