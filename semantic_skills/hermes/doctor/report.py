@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ...errors import command_name
 from ...settings import SettingProblem
-from ..config import PLUGIN_NAME, PluginSettings, hermes_cli
+from ..config import PLUGIN_NAME, PluginSettings, hermes_cli, home_prefix
 from ..host.lookup import hermes_script
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -61,9 +60,8 @@ class Setup:
 
     def run(self, arguments: str) -> str:
         """How to run this command line's ``arguments`` on this home from a shell, as the user runs it."""
-        named = command_name()  # under Hermes it names the home already
-        prefix = "" if "HERMES_HOME=" in named else self.hermes.removesuffix("hermes")
-        return f"{prefix}{named} {arguments}"
+        prefix = "" if "HERMES_HOME=" in self.command else home_prefix(self.home)  # under Hermes it names the home
+        return f"{prefix}{self.command} {arguments}"
 
 
 @dataclass(frozen=True)

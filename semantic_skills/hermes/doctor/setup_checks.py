@@ -19,7 +19,7 @@ from pathlib import Path
 from ...errors import command_name
 from ...requirements import install_command, project_folder
 from ...settings import EmbedderSettings
-from ..config import PLUGIN_NAME, index_dir, load_config, read_settings, state_dir
+from ..config import PLUGIN_NAME, hermes_command, index_dir, load_config, read_settings, state_dir
 from ..host import lookup, probes
 from ..host.home import hermes_home
 from ..host.lookup import hermes_version, valid_hooks
@@ -49,7 +49,7 @@ def python_check(setup: Setup) -> Check:
     facts = {"python": str(here), "worker_python": str(here)}
     if setup.under_hermes:
         return Check("python", OK, f"Hermes runs Python {version} at {here}: {both}", facts=facts)
-    hermes_python = _python_of(shutil.which("hermes"))
+    hermes_python = _python_of(shutil.which(lookup.hermes_script()))
     facts["hermes_python"] = str(hermes_python or "")
     if hermes_python is None:
         return Check("python", OK, f"Python {version} at {here} (no hermes command on PATH to compare with)",
@@ -57,7 +57,7 @@ def python_check(setup: Setup) -> Check:
     if _same_file(hermes_python, here):
         return Check("python", OK, f"Python {version} at {here}, which the hermes command runs: {both}", facts=facts)
     return Check("python", WARN, f"this is {here}, but the hermes command runs {hermes_python}, which runs the "
-                                 "plugin and its routing worker", f"{setup.hermes} {PLUGIN_NAME} doctor", facts)
+                                 "plugin and its routing worker", f"{hermes_command(setup.home)} doctor", facts)
 
 
 def _python_of(script: str | None) -> Path | None:
