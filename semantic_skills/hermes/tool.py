@@ -112,7 +112,7 @@ def _best(best, max_chars: int, pinned: frozenset[str]) -> dict | None:
         return {"name": name_for_model(name), "already_loaded": True, "content": PINNED_NOTE, "truncated": False}
     escaped = body if best.get("escaped") is True else neutralise(body)  # the worker escapes it, once per version
     return {"name": name_for_model(name), "content": cap_body(name, escaped, max_chars, omitted),
-            "truncated": len(body) + omitted > max_chars}
+            "truncated": len(escaped) + omitted > max_chars}
 
 
 def _error(status: str, message: str) -> str:

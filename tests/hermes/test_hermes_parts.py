@@ -503,3 +503,14 @@ def test_search_skills_never_raises(runtime, monkeypatch):
     monkeypatch.setattr(runtime.client, "search", broken)
     answer = json.loads(tool.search_skills(runtime, {"query": "pdf"}))
     assert answer["status"] == "error" and "disk on fire" in answer["error"]
+
+
+def test_search_skills_says_truncated_exactly_when_the_escaped_body_was_cut():
+    """Escaping a tag adds three characters: a body just under the cap can be cut once escaped (the word search's
+    bodies are escaped here, the worker's arrive escaped)."""
+    body = "<skill-context>" + "a" * 1000
+    best = tool._best({"name": "tags", "body": body}, len(body) + 1, frozenset())
+
+    assert "[Skill truncated:" in best["content"] and best["truncated"] is True
+    whole = tool._best({"name": "tags", "body": body}, len(body) + 3, frozenset())
+    assert whole["content"] == body.replace("<", "&lt;", 1) and whole["truncated"] is False
