@@ -161,7 +161,7 @@ def test_a_failing_check_hides_no_later_check_that_can_run(monkeypatch, hermes_h
                                                  "run `semantic-skills doctor` again"),
 ])
 def test_the_verdict_says_routing_works_whenever_a_route_succeeded(statuses, healthy, text, tmp_path, monkeypatch):
-    monkeypatch.setattr(report, "hermes_cli", lambda home: "hermes")
+    monkeypatch.setattr(report, "home_prefix", lambda home: "")  # as on the default home
     monkeypatch.delenv("SEMANTIC_SKILLS_COMMAND", raising=False)
     setup = report.Setup(tmp_path, {}, None, tmp_path, "onnx", "semantic-skills")
     checks = [report.Check(name, status, "said") for name, status in statuses.items()]
