@@ -88,9 +88,7 @@ def dependency_problem(home, settings, index_dir) -> str:
     found = missing_dependencies(backend)
     if found.complete:
         return ""
-    only_the_embedder = found.blocking and not (found.core_missing or found.undeclared or found.too_old)
-    fix = install_fix(home, backend, settings.embedder == EmbedderSettings(), only_the_embedder,
-                      host=hermes_distribution()).fix
+    fix = install_fix(home, found, settings.embedder == EmbedderSettings(), host=hermes_distribution()).fix
     state = "not routing" if found.blocking else "routing may still work"
     return (f"{state}: the Python that runs the plugin ({sys.executable}) {found.words()}; "
             f"fix: {fix} (then check with: {hermes_command(home)} doctor)")

@@ -41,6 +41,11 @@ class Dependencies:
         return bool(self.absent or self.failing)
 
     @property
+    def only_the_embedder(self) -> bool:
+        """Routing cannot start, and nothing but the embedder's own packages is missing."""
+        return self.blocking and not (self.core_missing or self.undeclared or self.too_old)
+
+    @property
     def complete(self) -> bool:
         return not (self.blocking or self.undeclared or self.too_old)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ...requirements import EMBEDDER_MODULES, TORCH_COST, install_command, missing_modules, wants_torch_free
 from ..config import SETTINGS_KEY, hermes_cli
+from .dependencies import Dependencies
 
 
 @dataclass(frozen=True)
@@ -26,15 +27,14 @@ class InstallFix:
     why: str = ""  # what the choice rests on, said after the problem
 
 
-def install_fix(home: Path, backend: str, default_embedder: bool, only_the_embedder: bool = False,
-                host: str | None = None) -> InstallFix:
-    """The fix for missing dependencies of ``backend`` in this Python; ``only_the_embedder``: nothing but that
-    embedder's own packages is missing; ``host``: the host's distribution, for pip to keep its pins (see
-    :func:`~semantic_skills.requirements.install_command`)."""
+def install_fix(home: Path, found: Dependencies, default_embedder: bool, host: str | None = None) -> InstallFix:
+    """The fix for what ``found`` says this Python lacks; ``host``: the host's distribution, for pip to keep its
+    pins (see :func:`~semantic_skills.requirements.install_command`)."""
+    backend = found.backend
     install = install_command(backend, host=host)
     set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
     with_torch = f"with PyTorch ({TORCH_COST}): {install}" if backend == "sentence-transformers" else install
-    if backend != "onnx" and only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
+    if backend != "onnx" and found.only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
         return InstallFix(set_onnx, with_torch, "the onnx embedder's packages are installed (the install without "
                                                 "PyTorch)")
     if backend == "sentence-transformers" and default_embedder and wants_torch_free():

@@ -23,7 +23,7 @@ from ..config import PLUGIN_NAME, hermes_command, index_dir, load_config, read_s
 from ..host import lookup, probes
 from ..host.home import hermes_home
 from ..host.lookup import hermes_version, valid_hooks
-from .dependencies import Dependencies, missing_dependencies, routing_backend
+from .dependencies import Dependencies, routing_backend
 from .install_fix import install_fix
 from .report import FAIL, OK, WARN, Check, Setup
 
@@ -77,22 +77,20 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def dependencies_check(setup: Setup, found: Dependencies | None = None) -> Check:
-    """The core libraries and the embedder's packages import here, at the versions the plugin's code declares.
+def dependencies_check(setup: Setup, found: Dependencies) -> Check:
+    """The core libraries and the embedder's packages import here, at the versions the plugin's code declares
+    (``found``).
 
     A module routing imports that is missing fails (routing cannot start); a
     declared dependency routing does not import, or one too old, warns: the
     routing worker's check below shows whether routing works without it.
     """
-    found = found or missing_dependencies(setup.backend, try_imports=True)
     facts = found.as_facts()
     if found.complete:
         return Check("dependencies", OK, f"everything the plugin needs for the {setup.backend} embedder is "
                                          f"installed in {sys.executable}", facts=facts)
     detail = f"the Python that runs the plugin ({sys.executable}) {found.words()}"
-    only_the_embedder = not (found.core_missing or found.undeclared or found.too_old)
-    chosen = install_fix(setup.home, setup.backend, setup.settings.embedder == EmbedderSettings(),
-                         only_the_embedder and found.blocking)
+    chosen = install_fix(setup.home, found, setup.settings.embedder == EmbedderSettings())
     if not found.blocking:
         detail += ", which the plugin's code declares; the worker check below shows whether routing works without it"
     why = f"; {chosen.why}" if chosen.why else ""
