@@ -268,5 +268,5 @@ def _is_command(text: str) -> bool:
 
 
 def _wants_routing(text: str) -> bool:
-    """False for what must reach Hermes untouched or needs no skill; whatever else it holds, text is routed."""
-    return bool(text.strip()) and not _is_command(text) and not is_small_talk(text)
+    """False for a message (not a command) that needs no skill; whatever else it holds, text is routed."""
+    return bool(text.strip()) and not is_small_talk(text)

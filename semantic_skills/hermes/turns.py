@@ -29,12 +29,14 @@ from typing import Callable
 
 from ..injection import SkillBlock
 
+MAX_WAITING_COMMANDS = 256  # chats whose latest command waits: a prompt built from it comes at once
+
 
 class TurnState(Enum):
     """Where a gateway turn stands when ``pre_llm_call`` takes it (a decision record outcome is another thing)."""
 
     REWRITTEN = "rewritten"  # the gateway rewrote the message with ``block``
-    DECIDED = "decided"      # the gateway decided, and recorded, that nothing is injected
+    DECIDED = "decided"      # the gateway injects nothing (and recorded the decision if it routed the message)
     PENDING = "pending"      # ``decision`` carries (or will carry) the answer, for pre_llm_call to check
     DEFERRED = "deferred"    # the worker was not ready: pre_llm_call routes ``text`` itself
 
@@ -64,14 +66,13 @@ class TurnLedger:
     """Gateway turns waiting for their agent run, bounded by count and age."""
 
     def __init__(self, max_turns: int = 1024, ttl_seconds: float = 3600,
-                 clock: Callable[[], float] = time.monotonic, max_commands: int = 256):
+                 clock: Callable[[], float] = time.monotonic):
         self._turns: OrderedDict[int, GatewayTurn] = OrderedDict()
         self._commands: OrderedDict[str, GatewayTurn] = OrderedDict()  # session key -> the chat's latest command
         self._gateway_sessions: OrderedDict[str, str | None] = OrderedDict()  # agent session -> its chat, if known
         self._lock = threading.Lock()
         self._next = 0
         self._max_turns = max_turns
-        self._max_commands = max_commands  # chats whose latest command waits: a prompt built from it comes at once
         self._ttl = ttl_seconds
         self._clock = clock
 
@@ -108,7 +109,7 @@ class TurnLedger:
             self._expire()
             turns = [(n, t) for n, t in self._turns.items() if (t.platform, t.user_id) == sender]
             commands = [(k, t) for k, t in self._commands.items() if (t.platform, t.user_id) == sender]
-        with self._lock:  # a session a chat's turns were filed or taken under: the call is that chat's
+            # a session a chat's turns were filed or taken under: the call is that chat's
             session_key = session_key or self._gateway_sessions.get(session_id or "")
         chat = _Chat(session_key, session_id, [t for _, t in turns] + [t for _, t in commands])
         turns = [(n, t) for n, t in turns if chat.may_hold(t)]
@@ -147,7 +148,7 @@ class TurnLedger:
 
     def _expire(self) -> None:
         cutoff = self._clock() - self._ttl
-        for turns, bound in ((self._turns, self._max_turns), (self._commands, self._max_commands)):
+        for turns, bound in ((self._turns, self._max_turns), (self._commands, MAX_WAITING_COMMANDS)):
             while turns:
                 key, oldest = next(iter(turns.items()))
                 if len(turns) <= bound and oldest.created >= cutoff:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from ...gates import FULL, HINT
 from ...injection import SkillBlock, hint_block, skill_block
-from .state_file import MAX_VERSION_CHARS
+from .state_file import is_version
 from .store import TrustStore
 
 
@@ -53,4 +53,4 @@ def _named(answer: dict) -> list[tuple[str, str, str | None]]:
 
 def _version(value) -> str | None:
     """A skill's version as the worker sends it (see worker.protocol), or None when it sent none usable."""
-    return value if isinstance(value, str) and 0 < len(value) <= MAX_VERSION_CHARS else None
+    return value if is_version(value) else None

@@ -20,7 +20,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from ...injection import SkillBlock
@@ -88,15 +88,13 @@ class ChatRecords:
                 return False
             live = dict(live)
             add_block(live, block.mode, block_keys(block))
-            live = dict(list(live.items())[-MAX_LIVE_PER_CHAT:])
             self._put(key, ChatRecord(session_id, live, self._clock()))
         return True
 
     def confirm(self, key: str, session_id: str | None, live: Live) -> None:
         """The chat's context, as ``pre_llm_call`` read it for ``session_id``, holds ``live``."""
-        kept = dict(list(live.items())[-MAX_LIVE_PER_CHAT:])
         with self._lock:
-            self._put(bounded_key(key), ChatRecord(bounded_session(session_id), kept, self._clock()))
+            self._put(bounded_key(key), ChatRecord(bounded_session(session_id), dict(live), self._clock()))
 
     def session_reset(self, old_session_id: str | None, new_session_id: str | None) -> bool:
         """``/new`` or ``/reset`` replaced ``old_session_id`` by the empty ``new_session_id``; True if a record
@@ -142,6 +140,8 @@ class ChatRecords:
         return record
 
     def _put(self, key: str, record: ChatRecord) -> None:
+        if len(record.live) > MAX_LIVE_PER_CHAT:  # the skills the chat took last are kept
+            record = replace(record, live=dict(list(record.live.items())[-MAX_LIVE_PER_CHAT:]))
         self.owned = True
         self._drop(key)
         self._chats[key] = record

@@ -82,7 +82,7 @@ def _chat_row(row) -> tuple[str, ChatRecord]:
     if isinstance(seen, bool) or not isinstance(seen, (int, float)) or not math.isfinite(float(seen)):
         raise DamagedFile("a chat's time is not a finite number")
     if not (isinstance(live, list) and len(live) <= MAX_LIVE_PER_CHAT
-            and all(isinstance(entry, list) and len(entry) == 3 and _is_name(entry[0]) and _is_version(entry[1])
+            and all(isinstance(entry, list) and len(entry) == 3 and _is_name(entry[0]) and is_version(entry[1])
                     and entry[2] in MODES for entry in live)):
         raise DamagedFile("a chat's live skills are not a short list of [name, version, mode]")
     return key, ChatRecord(session_id, {(name, version): mode for name, version, mode in live}, float(seen))
@@ -92,7 +92,7 @@ def _block_row(row) -> LedgerRow:
     if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], str) and len(row[0]) == 32
             and row[1] in MODES and isinstance(row[2], list) and 1 <= len(row[2]) <= 2
             and all(_is_name(name) for name in row[2])
-            and isinstance(row[3], list) and len(row[3]) == len(row[2]) and all(map(_is_version, row[3]))):
+            and isinstance(row[3], list) and len(row[3]) == len(row[2]) and all(map(is_version, row[3]))):
         raise DamagedFile("a block row is not [digest, mode, names, versions]")
     return LedgerRow(row[0], row[1], tuple(row[2]), tuple(row[3]))
 
@@ -101,7 +101,8 @@ def _is_name(value) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-def _is_version(value) -> bool:
+def is_version(value) -> bool:
+    """A skill's version as the worker sends it (see worker.protocol) and the file keeps it."""
     return isinstance(value, str) and 0 < len(value) <= MAX_VERSION_CHARS
 
 
