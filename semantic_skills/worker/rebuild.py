@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import BuildLocked, command, first_line
+from ..threads import LazyThread
 from .priority import lower_this_threads_priority
 
 REBUILD_DELAY_SECONDS = 0.5  # quiet time after the last request before building
@@ -41,15 +42,13 @@ class Rebuilder:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._due = 0.0
-        self._thread: threading.Thread | None = None
+        self._thread = LazyThread(self._run, "semantic-skills-rebuild")
 
     def request(self) -> None:
         """Build soon: ``delay`` seconds after the last request."""
         with self._lock:
             self._due = time.monotonic() + self._delay
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="semantic-skills-rebuild", daemon=True)
-                self._thread.start()
+        self._thread.start()
         self._wake.set()
 
     def _run(self) -> None:
