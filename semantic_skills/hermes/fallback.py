@@ -49,7 +49,7 @@ def routing_problem(rt: PluginRuntime) -> str:
     return ""
 
 
-EMPTY_MANIFEST_BYTES = 64 * 1024  # a manifest without skills is a few KB; one that holds any is not read
+EMPTY_MANIFEST_BYTES = 64 * 1024  # a manifest without skills is a few KB; a bigger one is not read (it has skills)
 
 
 def library_is_empty(rt: PluginRuntime) -> bool:

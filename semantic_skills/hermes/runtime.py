@@ -5,8 +5,8 @@ Every hook call finds the runtime of the home Hermes is serving in that call
 profile's index, settings, worker and trust store apart. Everything here is
 cheap to create and imports nothing heavy: routing runs in the worker process
 that :class:`~semantic_skills.worker.client.RouterClient` starts, and the
-trust store is read on a thread of its own. Each hook call begins with
-:meth:`PluginRuntime.refresh`: when ``config.yaml`` changed, the settings a
+trust store is read on a thread of its own. Each hook call that routes
+begins with :meth:`PluginRuntime.refresh`: when ``config.yaml`` changed, the settings a
 message uses apply from that call on, and a changed index folder or embedder
 restarts the worker with them.
 """

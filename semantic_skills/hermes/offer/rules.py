@@ -11,7 +11,7 @@ project-skill tier on 0.19):
   (Hermes 0.21 no longer caches the kanban answer);
 - ``metadata.hermes`` ``requires_*`` / ``fallback_for_*`` / ``session_platforms``:
   ``agent.prompt_builder._skill_should_show``, given the tools and toolsets
-  the agent last built its prompt with for this home and platform (the
+  the agent's last provider request offered for this home and platform (the
   session's tool view, see ``hermes/prompt/tools_view.py``); until then, as in
   Hermes without that information, only ``session_platforms`` applies;
 - trusted project skills: offered only while their project is one of
