@@ -120,11 +120,11 @@ def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path
     monkeypatch.setattr(runtime.client, "start", lambda: None)  # the section is read from the index, not the worker
     try:
         with caplog.at_level(logging.DEBUG, logger="semantic_skills"):
-            empty_mode = prompt_mode(home, "empty-library")
+            empty_mode = prompt_mode(runtime, "empty-library")
         (empty / "one").mkdir()
         (empty / "one" / "SKILL.md").write_text("---\nname: one\ndescription: the first skill\n---\nBody.\n")
         index_with(bundled_embedder, empty, tmp_path / "index")
-        one_skill = prompt_mode(home, "one-skill")
+        one_skill = prompt_mode(runtime, "one-skill")
     finally:
         runtime.close()
 

@@ -67,7 +67,7 @@ def test_conditioned_skills_are_offered_exactly_when_hermes_lists_them(home, too
     gated = tuple(gated_skills(manifest_of(paths, home / "skills")))
     assert {g["name"] for g in gated} == set(CONDITIONED) - {"plain"}
     if tools is not None:
-        tools_view.observe(home, tools, toolsets)
+        tools_view.observe(home, tools, toolsets, "")
 
     hidden = Eligibility(home, dict, OnceLogger()).offer("", gated).exclude
     listing = hermes_listing(tools, toolsets)
@@ -88,7 +88,7 @@ def test_only_the_metadata_hermes_conditions_hide_a_skill_in_hermes(home):
     gated = tuple(gated_skills(manifest_of(write_skills(home / "skills", skills), home / "skills")))
     assert {g["name"] for g in gated} == set(skills)
     tools, toolsets = {"web_search", "skill_view"}, {"web", "skills"}
-    tools_view.observe(home, tools, toolsets)
+    tools_view.observe(home, tools, toolsets, "")
 
     hidden = Eligibility(home, dict, OnceLogger()).offer("", gated).exclude
     assert hidden == {"needs-browser"}

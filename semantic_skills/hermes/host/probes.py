@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from .gateway import AUTHORIZATION_METHODS
 from .home import hermes_home
 from .limits import DEFAULT_HOOK_TIMEOUT_SECONDS, hook_output_spill, hook_timeout_is_known, host_hook_timeout
 from .lookup import attribute, hermes_function, module, parameters, valid_hooks
@@ -137,11 +138,11 @@ def _gateway_runner():
 
 def _gateway_authorization() -> tuple[bool, str]:
     runner = _gateway_runner()
-    for name in ("_is_user_authorized_for_source", "_is_user_authorized"):
+    for name in AUTHORIZATION_METHODS:
         if callable(getattr(runner, name, None)):
             return True, f"GatewayRunner.{name}(source) gives the gateway's verdict before a message is routed"
-    return False, ("the gateway has no _is_user_authorized_for_source or _is_user_authorized: gateway messages "
-                   "pass through unrouted (the agent-side hook still adds their skill)")
+    return False, (f"the gateway has no {' or '.join(AUTHORIZATION_METHODS)}: gateway messages pass through "
+                   "unrouted (the agent-side hook still adds their skill)")
 
 
 def _update_prompt() -> tuple[bool, str]:

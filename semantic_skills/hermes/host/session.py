@@ -40,19 +40,21 @@ def current_platform() -> str:
     platform = os.environ.get("HERMES_PLATFORM") or os.environ.get("HERMES_SESSION_PLATFORM")
     if platform:
         return platform
-    get_session_env = getattr(sys.modules.get("gateway.session_context"), "get_session_env", None)
-    try:
-        return str(get_session_env("HERMES_SESSION_PLATFORM") or "") if get_session_env else ""
-    except Exception:  # noqa: BLE001
-        return ""
+    value = _session_env("HERMES_SESSION_PLATFORM")
+    return str(value) if value else ""
 
 
 def current_session_key() -> str | None:
     """The gateway's session key of the chat this agent run serves, from Hermes' session context (the gateway
     sets it for each run); None on other paths, or where this Hermes has no such context."""
+    key = _session_env("HERMES_SESSION_KEY")
+    return key if isinstance(key, str) and key else None
+
+
+def _session_env(name: str):
+    """``name`` in Hermes' session context of this run; None where there is none, or it cannot say."""
     get_session_env = getattr(sys.modules.get("gateway.session_context"), "get_session_env", None)
     try:
-        key = get_session_env("HERMES_SESSION_KEY") if get_session_env else None
+        return get_session_env(name) if get_session_env else None
     except Exception:  # noqa: BLE001
         return None
-    return key if isinstance(key, str) and key else None

@@ -37,7 +37,7 @@ def on_llm_request(rt: PluginRuntime, request=None, session_id=None, platform=No
     names = tool_names(request)
     if names:
         tools_view.observe(rt.home, names, toolsets_of(names), platform or "")
-    if prompt_mode(rt.home, session_id) != COMPACT:
+    if prompt_mode(rt, session_id) != COMPACT:
         return None
     for path, text in system_texts(request):
         try:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from pathlib import Path
 
 from ..fallback import library_is_empty, routing_problem
-from ..runtime import get_runtime
+from ..runtime import PluginRuntime
 from .stub import COMPACT, LISTING
 
 MAX_SESSIONS = 4096  # sessions whose section is remembered
@@ -28,14 +27,14 @@ _sessions: OrderedDict[tuple[str, str], str] = OrderedDict()
 _lock = threading.Lock()
 
 
-def prompt_mode(home: Path, session_id: str | None = None) -> str:
-    """:data:`~.stub.COMPACT` or :data:`~.stub.LISTING` for a request of ``session_id`` in ``home``."""
-    key = (str(home), session_id or "")
+def prompt_mode(runtime: PluginRuntime, session_id: str | None = None) -> str:
+    """:data:`~.stub.COMPACT` or :data:`~.stub.LISTING` for a request of ``session_id`` in ``runtime``'s home."""
+    key = (str(runtime.home), session_id or "")
     with _lock:
         kept = _sessions.get(key) if session_id else None
     if kept is not None:
         return kept
-    mode = _current_mode(home)
+    mode = _current_mode(runtime)
     if session_id:
         with _lock:
             _sessions[key] = mode
@@ -44,8 +43,7 @@ def prompt_mode(home: Path, session_id: str | None = None) -> str:
     return mode
 
 
-def _current_mode(home: Path) -> str:
-    runtime = get_runtime(home)
+def _current_mode(runtime: PluginRuntime) -> str:
     mode = runtime.refresh().prompt_mode
     problem = routing_problem(runtime) if mode == COMPACT else ""
     if problem:

@@ -1,8 +1,9 @@
-"""The tools and toolsets each session's agent offers, as Hermes last built a system prompt with them.
+"""The tools and toolsets each session's agent offers, as its last provider request offered them.
 
 An explicit input of the offer rules (a skill's ``requires_tools`` /
 ``fallback_for_*`` conditions depend on them), recorded per Hermes home and
-chat platform by whatever sees the prompt being built (:func:`observe`).
+chat platform from each outgoing request by the ``llm_request`` middleware
+(:func:`observe`).
 Until one is recorded, the offer rules apply ``session_platforms`` only, as
 Hermes does without that information.
 """
@@ -12,19 +13,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ..host.session import current_platform
-
 _views: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
 _lock = threading.Lock()
 
 
-def observe(home: Path, tools, toolsets, platform: str | None = None) -> None:
-    """Record the tools and toolsets an agent on ``platform`` (default: the current session's) offers in ``home``."""
-    if tools is None and toolsets is None:
-        return
-    key = (str(home), current_platform() if platform is None else platform)
+def observe(home: Path, tools, toolsets, platform: str) -> None:
+    """Record the tools and toolsets an agent on ``platform`` offers in ``home``."""
     with _lock:
-        _views[key] = (frozenset(tools or ()), frozenset(toolsets or ()))
+        _views[(str(home), platform)] = (frozenset(tools), frozenset(toolsets))
 
 
 def session_tools(home: Path, platform: str) -> tuple[frozenset[str], frozenset[str]] | None:
