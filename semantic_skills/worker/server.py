@@ -80,12 +80,10 @@ class RoutingWorker:
                     failed_stamp = stamp
                     if self._router is not None:
                         self._log("warning", f"kept the previous index: {first_line(exc)}")
-                    elif isinstance(exc, ImportError):
-                        module = getattr(exc, "name", None) or first_line(exc)
-                        self._set_state(FAILED, dependency_fix(module, self.startup.embedder.backend))
-                        return
                     else:
-                        self._set_state(FAILED, first_line(exc))
+                        self._set_state(FAILED, self._load_failure(exc))
+                        if isinstance(exc, ImportError):
+                            return
             time.sleep(RELOAD_INTERVAL_SECONDS)
 
     def _open_or_reload(self) -> None:
@@ -105,14 +103,16 @@ class RoutingWorker:
         why) when it cannot load."""
         try:
             self._router.prepare()
-        except ImportError as exc:
-            self._set_state(FAILED, dependency_fix(getattr(exc, "name", None) or first_line(exc),
-                                                   self.startup.embedder.backend))
-            return False
         except Exception as exc:  # noqa: BLE001 - said in the worker's state, as a failed start is
-            self._set_state(FAILED, first_line(exc))
+            self._set_state(FAILED, self._load_failure(exc))
             return False
         return True
+
+    def _load_failure(self, exc: Exception) -> str:
+        """Why the index or its embedder could not load: a missing module with the install that brings it."""
+        if isinstance(exc, ImportError):
+            return dependency_fix(getattr(exc, "name", None) or first_line(exc), self.startup.embedder.backend)
+        return first_line(exc)
 
     def _open(self) -> None:
         from ..router import SkillRouter
@@ -171,7 +171,7 @@ class RoutingWorker:
             return answer
         named = [{"name": c.name, "description": c.description, "version": found and found["version"]}
                  for c, found in zip(decision.named, files)]
-        body = {key: files[0][key] for key in ("body", "omitted", "escaped")} if decision.mode == FULL else {}
+        body = _body_of(files[0]) if decision.mode == FULL else {}
         return {**answer, "skill": decision.skill.name, "mode": decision.mode, "named": named,
                 "version": named[0]["version"], **body}
 
@@ -179,8 +179,7 @@ class RoutingWorker:
         found = router.search(text, k=limit, exclude=exclude, inactive_environments=inactive)
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         file = self._skill_file(found[0].path, router.manifest.roots) if found else None
-        best = ({"name": found[0].name, **{key: file[key] for key in ("body", "omitted", "escaped")}}
-                if file is not None else None)
+        best = {"name": found[0].name, **_body_of(file)} if file is not None else None
         return {"ok": True, "results": results, "best": best}
 
     def _skill_file(self, path: str, roots: list[str]) -> dict | None:
@@ -298,3 +297,9 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # noqa: BLE001 - ConfigError for bad embedder settings
         sys.exit(f"invalid start-up settings: {first_line(exc)}")
     serve(startup)
+
+
+def _body_of(file: dict) -> dict:
+    """What an answer carries of a skill file (see :meth:`RoutingWorker._skill_file`): its body, how much of it was
+    left out, and whether it is escaped."""
+    return {key: file[key] for key in ("body", "omitted", "escaped")}
