@@ -54,6 +54,14 @@ class _Parsed:
     CHOICES: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = ()  # (field, the values it may take)
 
     @classmethod
+    def from_mapping(cls, raw):
+        """The subclass's ``parse``, raising :class:`ConfigError` for the first invalid value (for callers that
+        refuse)."""
+        settings, problems = cls.parse(raw)
+        _raise_first(problems)
+        return settings
+
+    @classmethod
     def _read_fields(cls, raw: dict, prefix: str, skip: tuple[str, ...] = ()) -> tuple[dict, list[SettingProblem]]:
         values, problems = {}, []
         for f in fields(cls):
@@ -139,13 +147,6 @@ class EmbedderSettings(_Parsed):
         values, problems = cls._read_fields(raw, "embedder.")
         return cls(**values), problems
 
-    @classmethod
-    def from_mapping(cls, raw) -> "EmbedderSettings":
-        """:meth:`parse`, raising :class:`ConfigError` for the first invalid field."""
-        settings, problems = cls.parse(raw)
-        _raise_first(problems)
-        return settings
-
 
 @dataclass(frozen=True)
 class Settings(_Parsed):
@@ -175,13 +176,6 @@ class Settings(_Parsed):
         values, problems = cls._read_fields(raw, "", skip=("embedder",))
         embedder, embedder_problems = EmbedderSettings.parse(raw.get("embedder"))
         return cls(embedder=embedder, **values), problems + embedder_problems
-
-    @classmethod
-    def from_mapping(cls, raw: dict):
-        """:meth:`parse`, raising :class:`ConfigError` for the first invalid value (for callers that refuse)."""
-        settings, problems = cls.parse(raw)
-        _raise_first(problems)
-        return settings
 
 
 def _raise_first(problems: list[SettingProblem]) -> None:
