@@ -132,8 +132,8 @@ class SkillRouter:
     def from_settings(cls, index_dir: str | Path, embedder: EmbedderSettings, *, explicit: bool = False,
                       floor: float | None = None,
                       inactive_environments: frozenset[str] = frozenset()) -> "SkillRouter":
-        """Open the index with the configured embedder, loaded and ready for its first query (see
-        :meth:`prepare`).
+        """Open the index with the configured embedder, and :meth:`prepare` it for its first query (an index
+        without skills loads no model).
 
         Default embedder settings mean "whatever built the index" unless
         ``explicit`` (the embedder was asked for by name); other settings must

@@ -29,32 +29,25 @@ def index_dir(chosen: Path | None) -> Path:
     """``--index-dir``, else the configured or default index folder."""
     if chosen:
         return Path(chosen)
-    from ..hermes.host.home import hermes_home
-
-    return _hermes_config().index_dir(settings(), hermes_home())
+    return _hermes_config().index_dir(settings(), _home())
 
 
 def skills_roots() -> list[SkillsRoot]:
     """The skills folders Hermes scans (asked of Hermes when it is installed here), else the Hermes skills
     folder and every ``skills.external_dirs`` folder of config.yaml."""
-    from ..hermes.host.home import hermes_home
     from ..hermes.offer.roots import scanned_roots
 
-    return scanned_roots(hermes_home(), _config())
+    return scanned_roots(_home(), _config())
 
 
 def config_file() -> Path:
     """The Hermes home's ``config.yaml``, as a message names it: its real path."""
-    from ..hermes.host.home import hermes_home
-
-    return hermes_home() / "config.yaml"
+    return _home() / "config.yaml"
 
 
 def decision_record() -> Path:
     """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
-    from ..hermes.host.home import hermes_home
-
-    return _hermes_config().decision_record_path(hermes_home())
+    return _hermes_config().decision_record_path(_home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:
@@ -84,9 +77,14 @@ def open_router(index_dir_option: Path | None, backend: str | None, model: str |
 
 
 def _config() -> dict:
+    return _hermes_config().load_config(_home())
+
+
+def _home() -> Path:
+    """The Hermes home this command line works on."""
     from ..hermes.host.home import hermes_home
 
-    return _hermes_config().load_config(hermes_home())
+    return hermes_home()
 
 
 def _hermes_config():
