@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shlex
 import shutil
+import stat
 import sys
 import tomllib
 from pathlib import Path
@@ -216,13 +217,15 @@ def installed_size(names: list[str], path: list[str] | None = None) -> int:
     lists and the compiled ``__pycache__`` copies of their modules, counted by the blocks they take (as ``du``
     counts them), each file once."""
     installed = _installed(path)
-    files = set()
+    files, modules = set(), {}  # folder -> the names of its modules
     for name in names:
         for entry in (installed[name].files or ()) if name in installed else ():
             located = Path(installed[name].locate_file(entry))
             files.add(located)
             if located.suffix == ".py":
-                files.update(located.parent.glob(f"__pycache__/{located.stem}.*.pyc"))
+                modules.setdefault(located.parent, set()).add(located.stem)
+    for folder, stems in modules.items():  # each __pycache__ listed once: "module.cpython-311.pyc"
+        files.update(pyc for pyc in (folder / "__pycache__").glob("*.*.pyc") if pyc.name.split(".")[0] in stems)
     return disk_usage(files)
 
 
@@ -232,14 +235,14 @@ def disk_usage(paths, seen: set | None = None) -> int:
     total = 0
     for path in paths:
         try:
-            stat = os.lstat(path)
+            info = os.lstat(path)
         except OSError:
             continue
-        if (stat.st_dev, stat.st_ino) in seen:
+        if (info.st_dev, info.st_ino) in seen:
             continue
-        seen.add((stat.st_dev, stat.st_ino))
-        total += stat.st_blocks * 512
-        if os.path.isdir(path) and not os.path.islink(path):
+        seen.add((info.st_dev, info.st_ino))
+        total += info.st_blocks * 512
+        if stat.S_ISDIR(info.st_mode):  # lstat: a link to a folder is not followed
             try:
                 children = [os.path.join(path, child) for child in os.listdir(path)]
             except OSError:
