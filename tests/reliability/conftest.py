@@ -3,11 +3,12 @@
 ``plugin`` is one Hermes home for the whole session: the example skills, a
 2 MB skill, a hub skill whose body tries to break out of its block, and
 skills Hermes would never offer (quarantined, disabled, for another platform
-or OS), an index built with the bundled model, and the plugin loaded through
-a fresh Hermes plugin manager with its routing worker warm (see
-``reliability_kit.plugin_loaded_apart``). Hermes' global state (its plugin
-manager, the plugin's runtimes, the ``search_skills`` tool) is this home's only
-while a test that asks for ``plugin_env`` runs, so the tests in
+or OS), an index built with the onnx embedder (no test on this home is about
+the default model, and its worker is ready without importing PyTorch), and the
+plugin loaded through a fresh Hermes plugin manager with its routing worker
+warm (see ``reliability_kit.plugin_loaded_apart``). Hermes' global state (its
+plugin manager, the plugin's runtimes, the ``search_skills`` tool) is this
+home's only while a test that asks for ``plugin_env`` runs, so the tests in
 ``tests/hermes`` are not disturbed whichever runs first in a process.
 """
 
@@ -43,7 +44,7 @@ class LoadedPlugin:
 
 
 @pytest.fixture(scope="session")
-def plugin(tmp_path_factory, bundled_embedder):
+def plugin(tmp_path_factory, onnx_embedder):
     """The session's Hermes home with the plugin loaded and its worker warm (see the module docstring)."""
     from semantic_skills.builder import build_index
     from semantic_skills.skills.discovery import SkillsRoot
@@ -52,7 +53,7 @@ def plugin(tmp_path_factory, bundled_embedder):
     write_forbidden_skills(home / "skills")
     write_oversized_skill(home / "skills")
     write_hub_skill(home / "skills")
-    build_index([SkillsRoot(home / "skills")], home / "skills_index", bundled_embedder)
+    build_index([SkillsRoot(home / "skills")], home / "skills_index", onnx_embedder)
     with plugin_loaded_apart(home) as (runtime, hermes_globals):
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield LoadedPlugin(home, runtime, hermes_globals)

@@ -61,11 +61,12 @@ def write_hostile_skills(skills_dir) -> None:
 
 
 @pytest.fixture(scope="module")
-def hostile_home(tmp_path_factory, bundled_embedder):
-    """A Hermes home serving the hostile skills (and the examples), its plugin loaded and its worker warm."""
+def hostile_home(tmp_path_factory, onnx_embedder):
+    """A Hermes home serving the hostile skills (and the examples), indexed with the onnx embedder, its plugin
+    loaded and its worker warm."""
     home = make_home(tmp_path_factory.mktemp("hostile"), {"route_timeout_ms": 10000})
     write_hostile_skills(home / "skills")
-    build_index([SkillsRoot(home / "skills")], home / "skills_index", bundled_embedder)
+    build_index([SkillsRoot(home / "skills")], home / "skills_index", onnx_embedder)
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield home

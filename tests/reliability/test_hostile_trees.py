@@ -152,12 +152,13 @@ def tidy(tmp_path):
 
 
 def test_a_hostile_tree_builds_the_good_skills_reports_each_bad_one_and_routes(tmp_path, monkeypatch,
-                                                                               bundled_embedder, tidy):
+                                                                               onnx_embedder, tidy):
     expected_skips = hostile_tree(tmp_path, tmp_path / "outside")
     write_odd_skills(tmp_path / "skills")
     refuse_unreadable_paths(monkeypatch)
 
-    report = run_build(["--skills-dir", str(tmp_path / "skills"), "--index-dir", str(tmp_path / "index")])
+    report = run_build(["--skills-dir", str(tmp_path / "skills"), "--index-dir", str(tmp_path / "index"),
+                        "--embedder", "onnx"])
 
     reasons = {s["path"]: s["reason"] for s in report["skipped_files"]}
     for path, reason in expected_skips.items():
@@ -176,7 +177,7 @@ def test_a_hostile_tree_builds_the_good_skills_reports_each_bad_one_and_routes(t
     odd = {name for name, _content, _warning in GOOD_BUT_ODD.values()} | {"ten-megabytes", "very-deep"}
     assert indexed == examples | odd
 
-    router = SkillRouter.open(tmp_path / "index", embedder=bundled_embedder)
+    router = SkillRouter.open(tmp_path / "index", embedder=onnx_embedder)
     for query, skill in [("convert this scanned PDF into markdown", "pdf-to-markdown"),
                          ("my docker compose services keep restarting", "docker-compose-debug"),
                          ("how do I keep my sourdough starter alive", "sourdough-starter"),

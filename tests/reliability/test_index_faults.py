@@ -96,25 +96,26 @@ WHAT_TO_DO = ("semantic-skills build", "rebuild")
 
 
 @pytest.fixture()
-def index_copy(examples_index, tmp_path) -> Path:
+def index_copy(onnx_examples_index, tmp_path) -> Path:
+    """A writable copy of the examples' index, built with ``onnx_embedder``."""
     dest = tmp_path / "index"
-    shutil.copytree(examples_index, dest)
+    shutil.copytree(onnx_examples_index, dest)
     return dest
 
 
 @pytest.fixture()
-def built_copy(examples_copy, tmp_path, bundled_embedder) -> tuple[Path, Path]:
-    """A writable copy of the example skills and its own index: ``(skills_dir, index_dir)``."""
+def built_copy(examples_copy, tmp_path, onnx_embedder) -> tuple[Path, Path]:
+    """A writable copy of the example skills and its own index (``onnx_embedder``): ``(skills_dir, index_dir)``."""
     index_dir = tmp_path / "built"
-    build_index([SkillsRoot(examples_copy)], index_dir, bundled_embedder)
+    build_index([SkillsRoot(examples_copy)], index_dir, onnx_embedder)
     return examples_copy, index_dir
 
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
-def test_a_faulty_index_never_yields_a_decision(index_copy, bundled_embedder, corruption):
+def test_a_faulty_index_never_yields_a_decision(index_copy, onnx_embedder, corruption):
     CORRUPTIONS[corruption](index_copy)
     with pytest.raises(SemanticSkillsError) as raised:
-        SkillRouter.open(index_copy, embedder=bundled_embedder).route(PDF)
+        SkillRouter.open(index_copy, embedder=onnx_embedder).route(PDF)
     assert "\n" not in str(raised.value) and any(hint in str(raised.value) for hint in WHAT_TO_DO)
 
 
@@ -129,7 +130,7 @@ def test_the_cli_says_in_one_line_what_to_do(index_copy, corruption, command):
     assert result.exit_code == 1, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("semantic-skills: error: "), result.stderr
-    hints = ("cannot load sentence-transformers model '/models/other'",) if "model" in corruption else WHAT_TO_DO
+    hints = ("the onnx embedder needs /models/other/model.onnx",) if "model" in corruption else WHAT_TO_DO
     assert any(hint in lines[0] for hint in hints), lines[0]
     assert "Traceback" not in result.output
 
@@ -144,13 +145,13 @@ def index_files(index_dir: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("room_for", ["nothing", "the vectors only"])
 def test_a_full_disk_during_a_build_is_one_line_and_the_previous_index_keeps_routing(examples_copy, tmp_path,
-                                                                                    bundled_embedder, room_for):
+                                                                                    onnx_embedder, room_for):
     with small_disk(tmp_path / "disk") as disk:
         index_dir = disk / "index"
-        build_index([SkillsRoot(examples_copy)], index_dir, bundled_embedder)
+        build_index([SkillsRoot(examples_copy)], index_dir, onnx_embedder)
         before = index_files(index_dir)
         fill_disk(disk, leave=vectors_path(index_dir).stat().st_size + 4096 if room_for != "nothing" else 0)
-        build = ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_dir)]
+        build = ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_dir), "--embedder", "onnx"]
 
         unchanged = CliRunner().invoke(main, build)  # nothing to write: a full disk is no obstacle
         shutil.rmtree(examples_copy / "media")
@@ -162,16 +163,16 @@ def test_a_full_disk_during_a_build_is_one_line_and_the_previous_index_keeps_rou
         assert f"No space left on device ({failed}" in result.stderr
         assert result.stderr.rstrip().endswith("; free some space and run it again (the previous index is unchanged)")
         assert index_files(index_dir) == before  # no temp file, no new vectors, the same manifest
-        router = SkillRouter.open(index_dir, embedder=bundled_embedder)
+        router = SkillRouter.open(index_dir, embedder=onnx_embedder)
         assert router.route(PDF).skill.name == "pdf-to-markdown"
         assert "image-resize" in {r.name for r in router.manifest.skills}
 
 
 def test_a_worker_rebuild_on_a_full_disk_is_logged_and_the_current_index_keeps_serving(examples_copy, tmp_path,
-                                                                                      bundled_embedder):
+                                                                                      onnx_embedder):
     with small_disk(tmp_path / "disk") as disk:
         index_dir = disk / "index"
-        build_index([SkillsRoot(examples_copy)], index_dir, bundled_embedder)
+        build_index([SkillsRoot(examples_copy)], index_dir, onnx_embedder)
         before = index_files(index_dir)
         worker = Worker(Startup(str(index_dir)))
         try:
@@ -238,18 +239,18 @@ STEPS = ["writing the vectors", "vectors written, manifest not yet", "manifest p
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_a_build_killed_at_any_step_of_publishing_leaves_a_usable_index(built_copy, step, bundled_embedder):
+def test_a_build_killed_at_any_step_of_publishing_leaves_a_usable_index(built_copy, step, onnx_embedder):
     examples_copy, index_copy = built_copy
     before = (index_copy / MANIFEST).read_bytes()
     shutil.rmtree(examples_copy / "media")
-    args = ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_copy)]
+    args = ["build", "--skills-dir", str(examples_copy), "--index-dir", str(index_copy), "--embedder", "onnx"]
     killed = subprocess.run([sys.executable, "-c", CRASHING_BUILD, step, *args], cwd=REPO, capture_output=True,
                             text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert killed.returncode == 137, killed.stderr[-2000:]
 
     published = (index_copy / MANIFEST).read_bytes() != before
     assert published == (step == STEPS[-1])
-    router = SkillRouter.open(index_copy, embedder=bundled_embedder)
+    router = SkillRouter.open(index_copy, embedder=onnx_embedder)
     assert router.route(PDF).skill.name == "pdf-to-markdown"
     assert ("image-resize" in {r.name for r in router.manifest.skills}) == (not published)
 

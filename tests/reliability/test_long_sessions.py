@@ -31,14 +31,14 @@ SUMMARY = "Summary: the user chatted about the weather and asked for a joke."
 
 
 @pytest.fixture(scope="module")
-def sgd_home(tmp_path_factory, bundled_embedder):
-    """A Hermes home with the SGD skills indexed and the plugin loaded, its worker warm."""
+def sgd_home(tmp_path_factory, onnx_embedder):
+    """A Hermes home with the SGD skills indexed (with the onnx embedder) and the plugin loaded, its worker warm."""
     from semantic_skills.builder import build_index
     from semantic_skills.skills.discovery import SkillsRoot
 
     sgd_skills = shared_path("data", "dev", "sgd", "skills")
     home = make_home(tmp_path_factory.mktemp("long-sessions"), {"route_timeout_ms": 10000}, skills=sgd_skills)
-    build_index([SkillsRoot(home / "skills")], home / "skills_index", bundled_embedder)
+    build_index([SkillsRoot(home / "skills")], home / "skills_index", onnx_embedder)
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield home

@@ -64,12 +64,12 @@ def test_the_quarantine_is_never_indexed(plugin):
 
 
 @pytest.mark.parametrize("why", [w for w in FORBIDDEN if w != "quarantined"])
-def test_each_forbidden_skill_would_win_its_query_without_the_filters(plugin, bundled_embedder, why):
+def test_each_forbidden_skill_would_win_its_query_without_the_filters(plugin, onnx_embedder, why):
     """The control for the tests below: left unfiltered, the forbidden skill is the best match."""
     name, _folder, query = FORBIDDEN[why]
     manifest, vectors = load_index(plugin.index_dir)
     main_rows = vectors[[r.row_start for r in manifest.skills]]  # each skill's main vector
-    scores = main_rows @ bundled_embedder.embed_query(query)
+    scores = main_rows @ onnx_embedder.embed_query(query)  # the embedder that built the plugin's index
     assert manifest.skills[int(np.argmax(scores))].name.startswith(name[:HERMES_NAME_LENGTH])
     assert scores.max() >= 0.30  # the injection floor
 
@@ -250,7 +250,8 @@ GATEWAY_SCRIPT = textwrap.dedent("""
 
 
 def test_the_plugin_reads_no_other_tools_credential_files(tmp_path, examples_index):
-    """CLI builds and routes, the gateway hook, the worker and search_skills, under a HOME full of decoys."""
+    """CLI builds and routes, the gateway hook, the worker and search_skills, under a HOME full of decoys. The
+    route loads the default model: its libraries (huggingface_hub) are the ones that know the token decoys."""
     home = tmp_path / "home"
     for rel in DECOY_CREDENTIALS:
         (home / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -56,14 +56,15 @@ def timed_register(monkeypatch):
     return took
 
 
-def plugin_home(tmp_path, examples_index, **settings):
-    return make_home(tmp_path, {"index_dir": str(examples_index), "route_timeout_ms": 10000, **settings})
+def plugin_home(tmp_path, index_dir, **settings):
+    """A Hermes home under ``tmp_path`` whose plugin serves ``index_dir``."""
+    return make_home(tmp_path, {"index_dir": str(index_dir), "route_timeout_ms": 10000, **settings})
 
 
 @pytest.mark.parametrize("name", sorted(DAMAGED))
 def test_a_damaged_dedupe_file_is_set_aside_with_one_warning_and_the_plugin_routes(
-        tmp_path, examples_index, timed_register, caplog, monkeypatch, name):
-    home = plugin_home(tmp_path, examples_index)
+        tmp_path, onnx_examples_index, timed_register, caplog, monkeypatch, name):
+    home = plugin_home(tmp_path, onnx_examples_index)
     state = home / "semantic-skills" / "dedupe.json"
     state.parent.mkdir()
     state.write_bytes(DAMAGED[name])
@@ -115,12 +116,12 @@ def test_a_damaged_config_yaml_is_read_as_empty_at_once_with_one_warning(tmp_pat
 
 
 def test_an_oversized_config_yaml_holds_up_no_register_and_the_plugin_routes_on_its_defaults(
-        tmp_path, examples_index, timed_register, caplog, monkeypatch):
+        tmp_path, onnx_examples_index, timed_register, caplog, monkeypatch):
     """Hermes reads a big config.yaml itself (it has no limit); the plugin does not, and still loads and routes."""
-    home = plugin_home(tmp_path, examples_index)
+    home = plugin_home(tmp_path, onnx_examples_index)
     config = home / "config.yaml"
     config.write_text(config.read_text() + "# a long comment\n" * 18_000)
-    monkeypatch.setenv("SEMANTIC_SKILLS_INDEX_DIR", str(examples_index))  # the settings are not read
+    monkeypatch.setenv("SEMANTIC_SKILLS_INDEX_DIR", str(onnx_examples_index))  # the settings are not read
 
     with caplog.at_level(logging.WARNING, logger="semantic_skills"), plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
@@ -159,11 +160,11 @@ LAYOUTS = {"FIFO, socket, device": ("FIFO", "socket", "device"), "device, FIFO, 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_a_fifo_device_or_socket_at_any_state_path_is_set_aside_with_one_warning(
-        tmp_path, examples_index, caplog, monkeypatch, layout):
+        tmp_path, onnx_examples_index, caplog, monkeypatch, layout):
     """#27.4: the dedupe file, the decision record and its previous generation, each a FIFO, a socket or a device:
     no turn waits on them, each is moved aside (``NAME.damaged``) with one warning naming it, and closing (what
     Hermes' exit runs) is quick; the plugin then writes regular files, readable by their owner only."""
-    home = plugin_home(tmp_path, examples_index)
+    home = plugin_home(tmp_path, onnx_examples_index)
     folder = home / "semantic-skills"
     folder.mkdir()
     paths = [folder / "dedupe.json", folder / "decisions.jsonl", folder / "decisions.1.jsonl"]
@@ -194,10 +195,10 @@ def test_a_fifo_device_or_socket_at_any_state_path_is_set_aside_with_one_warning
         assert stat.S_ISREG(mode) and stat.S_IMODE(mode) == 0o600, (path, oct(mode))
 
 
-def test_every_state_file_is_readable_by_its_owner_only(tmp_path, examples_index, monkeypatch):
+def test_every_state_file_is_readable_by_its_owner_only(tmp_path, onnx_examples_index, monkeypatch):
     """#27.7: the dedupe file names chats (phone numbers, user ids) and the decision record may hold message text:
     each is 0600, also when an earlier release left it readable by all (0644), and whatever the umask allowed."""
-    home = plugin_home(tmp_path, examples_index)
+    home = plugin_home(tmp_path, onnx_examples_index)
     folder = home / "semantic-skills"
     folder.mkdir()
     earlier = {"dedupe.json": b'{"version": 1, "sessions": [["gateway:15550001#s1", 1000.0, ["pdf"]]]}',
@@ -219,12 +220,12 @@ def test_every_state_file_is_readable_by_its_owner_only(tmp_path, examples_index
 
 
 def test_a_chat_key_over_1024_characters_is_saved_so_every_chat_record_survives_a_restart(
-        tmp_path, examples_index, caplog, monkeypatch):
+        tmp_path, onnx_examples_index, caplog, monkeypatch):
     """#27.6: Hermes' webhook adapter builds the chat id from an unsigned request header, so a session key can be
     any length. Saved as it was, a 1,500-character key made the next start refuse the plugin's own file ("a chat
     key is not a short string") and lose every chat's record: after a clean restart the gateway could no longer
     rewrite at once in any chat. A long key is kept as its digest, bounded on saving as on loading."""
-    home = plugin_home(tmp_path, examples_index)
+    home = plugin_home(tmp_path, onnx_examples_index)
     monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
     gateway = Gateway(tmp_path / "sessions")  # one gateway across the restart: its sessions and histories stay
     users = [gateway.new_user(), "webhook-" + "x" * 1500 + gateway.new_user()]

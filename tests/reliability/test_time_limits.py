@@ -31,9 +31,9 @@ MESSAGES = ("My postgres container keeps restarting and the web service can't co
 
 
 @pytest.fixture(scope="module")
-def plugin(tmp_path_factory, examples_index):
+def plugin(tmp_path_factory, onnx_examples_index):
     """A home of its own: stopping its worker must not disturb the other tests' worker."""
-    home = make_home(tmp_path_factory.mktemp("time-limits"), {"index_dir": str(examples_index)})
+    home = make_home(tmp_path_factory.mktemp("time-limits"), {"index_dir": str(onnx_examples_index)})
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
         yield home, runtime
@@ -125,7 +125,7 @@ def test_the_budget_follows_the_hosts_limit(runtime, host_limit):
     assert shown.available and "after 8 s" in shown.detail and "at most half" in shown.detail
 
 
-def test_hermes_exits_within_5_s_with_a_stopped_worker_and_a_full_pipe(tmp_path, examples_index, monkeypatch):
+def test_hermes_exits_within_5_s_with_a_stopped_worker_and_a_full_pipe(tmp_path, onnx_examples_index, monkeypatch):
     """Eight 16,000-character messages to a SIGSTOPped worker fill its stdin pipe, so the client's writer thread
     blocks in ``write()`` holding the buffer's lock; ``close_all`` (what Hermes' exit runs, through atexit) must
     still return, and the worker be gone, within 5 s (it never returned: closing stdin waited for that lock)."""
@@ -135,7 +135,7 @@ def test_hermes_exits_within_5_s_with_a_stopped_worker_and_a_full_pipe(tmp_path,
 
     from semantic_skills.hermes import runtime as runtime_module
 
-    home = make_home(tmp_path, {"index_dir": str(examples_index)})
+    home = make_home(tmp_path, {"index_dir": str(onnx_examples_index)})
     monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
     with plugin_loaded(home) as runtime:
         assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
