@@ -2,7 +2,8 @@
 
 Each build gets one Hermes home for the whole run: the example skills, the
 plugin installed from a clean clone of this checkout with ``hermes plugins
-install`` (the scan on, no question, no ``--force``), an index built and
+install`` (the scan on, no question, no ``--force``), on a build without
+PyTorch the onnx embedder set as after-install.md says, an index built and
 ``doctor`` run with Hermes' ``semantic-skills`` command, then two one-shot
 chats and a driver script's gateway and agent turns against a fake model.
 Each of these steps runs once in the whole run, whichever pytest-xdist worker
@@ -32,6 +33,7 @@ from buildkit import (  # noqa: E402
     Build,
     Run,
     agent_loop,
+    enabled_plugins,
     find_build,
     install_args,
     log_mark,
@@ -42,6 +44,8 @@ from buildkit import (  # noqa: E402
 )
 from fake_llm import FakeChatServer  # noqa: E402
 from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, forbid_runtime_installs, snapshot_checkout  # noqa: E402
+
+SETTINGS = f"plugins.entries.{PLUGIN}.settings"
 
 
 @pytest.fixture(scope="session", params=LABELS)
@@ -76,6 +80,7 @@ class Installed:
     build: Build
     home: Path
     install: Run
+    enabled: list[str]  # plugins.enabled right after the install (a later step may rewrite config.yaml)
     index: Run
     doctor: Run
 
@@ -90,11 +95,15 @@ def installed(build, checkout, elsewhere, shared) -> Installed:
         done = build.run(home, *install_args(build, checkout), cwd=elsewhere,
                          PM_RECORD=str(shared / f"pm-{build.label}.jsonl"))
         assert done.returncode == 0, done.explain()
-        return {"install": done, "index": build.run(home, PLUGIN, "build", cwd=elsewhere),
+        enabled = enabled_plugins(home)
+        if not build.can("torch"):  # the install without PyTorch: after-install.md's setting for it
+            configured = build.run(home, "config", "set", f"{SETTINGS}.embedder.backend", "onnx", cwd=elsewhere)
+            assert configured.returncode == 0, configured.explain()
+        return {"install": done, "enabled": enabled, "index": build.run(home, PLUGIN, "build", cwd=elsewhere),
                 "doctor": build.run(home, PLUGIN, "doctor", cwd=elsewhere)}
 
     runs = once(shared, build.label, "installed", install)
-    return Installed(build, home, *(Run(**runs[name]) for name in ("install", "index", "doctor")))
+    return Installed(build, home, Run(**runs["install"]), runs["enabled"], Run(**runs["index"]), Run(**runs["doctor"]))
 
 
 @dataclass
