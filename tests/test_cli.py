@@ -392,10 +392,10 @@ def test_a_reader_that_closes_the_pipe_early_ends_every_command_quietly(tmp_path
         assert command[0] != "build" or child.returncode == 1  # its report goes on after the line read
 
 
-def test_build_embeddings_script_builds_an_index(tmp_path, default_model):
+def test_build_embeddings_script_builds_an_index(tmp_path, onnx_embedder):  # onnx: a build without PyTorch
     result = subprocess.run(
         [sys.executable, "build_embeddings.py", "--skills-dir", EXAMPLES / "skills", "--index-dir", tmp_path / "index",
-         "--json"],
+         "--embedder", "onnx", "--json"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr
@@ -465,15 +465,15 @@ def test_importing_the_package_loads_no_heavy_library():
     assert json.loads(result.stdout) == []
 
 
-def test_sgd_dev_set_builds_and_routes_one_decision_per_query(tmp_path, default_model):
-    """The issue's check, on the first 40 queries (the full file is run by hand)."""
+def test_sgd_dev_set_builds_and_routes_one_decision_per_query(tmp_path, onnx_embedder):
+    """The issue's check, on the first 40 queries (the full file is run by hand), indexed with onnx."""
     skills = shared_path("data", "dev", "sgd", "skills")
     queries_file = shared_path("data", "dev", "sgd", "queries.jsonl")
     subset = tmp_path / "queries.jsonl"
     lines = queries_file.read_text(encoding="utf-8").splitlines()[:40]
     subset.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    built = run("build", "--skills-dir", skills, "--index-dir", tmp_path / "index", "--json")
+    built = run("build", "--skills-dir", skills, "--index-dir", tmp_path / "index", "--embedder", "onnx", "--json")
     assert built.returncode == 0, built.stderr
     assert last_json(built.stdout)["added"] == len(list(skills.glob("*/SKILL.md")))
 

@@ -154,10 +154,11 @@ def test_history_says_when_the_record_is_off(_isolated_hermes_home):
 
 
 @pytest.fixture(scope="module")
-def real_record(tmp_path_factory, examples_index):
-    """A Hermes home whose record holds real routing answers from a real worker over the example skills."""
+def real_record(tmp_path_factory, onnx_examples_index):
+    """A Hermes home whose record holds real routing answers from a real worker over the example skills (indexed
+    with the onnx embedder, which the worker uses as the settings name none)."""
     home = tmp_path_factory.mktemp("recorded-home")
-    set_settings(home, index_dir=str(examples_index))
+    set_settings(home, index_dir=str(onnx_examples_index))
     rt = PluginRuntime(home)
     rt.client.start()
     assert rt.client.wait_ready(WORKER_READY_SECONDS), rt.client.status.detail

@@ -42,9 +42,10 @@ def big_skill(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def big_index(tmp_path_factory, big_skill, bundled_embedder) -> Path:
+def big_index(tmp_path_factory, big_skill, onnx_embedder) -> Path:
+    """``big_skill``'s skills indexed with the onnx embedder: no test here is about the model."""
     index_dir = tmp_path_factory.mktemp("big-index")
-    build_index([SkillsRoot(big_skill.parents[2])], index_dir, bundled_embedder)
+    build_index([SkillsRoot(big_skill.parents[2])], index_dir, onnx_embedder)
     return index_dir
 
 
@@ -184,18 +185,18 @@ def test_without_an_index_the_worker_waits_and_says_so(tmp_path):
 
 
 def test_an_index_without_skills_loads_no_model_answers_nothing_and_routes_once_skills_come(tmp_path,
-                                                                                           bundled_embedder):
+                                                                                           onnx_embedder):
     skills, index = tmp_path / "no-skills", tmp_path / "index"
     skills.mkdir()
-    build_index([SkillsRoot(skills)], index, bundled_embedder)
-    assert SkillRouter.from_settings(index, EmbedderSettings()).embedder._model is None  # an empty library: no model
+    build_index([SkillsRoot(skills)], index, onnx_embedder)
+    assert SkillRouter.from_settings(index, EmbedderSettings()).embedder._session is None  # an empty library: no model
     served = Worker(Startup(str(index)))
     try:
         served.wait_for_state(READY)
         route = served.ask("route", text=PDF, exclude=[])
         search = served.ask("search", text=PDF, limit=3, exclude=[])
         shutil.copytree(EXAMPLES / "skills" / "documents", skills / "documents")
-        build_index([SkillsRoot(skills)], index, bundled_embedder)
+        build_index([SkillsRoot(skills)], index, onnx_embedder)
         assert wait_until(lambda: any(e.get("state") == READY and e.get("skills") for e in served.events),
                           timeout=WORKER_READY_SECONDS)  # the rebuilt index is swapped in, its model loaded
         routed = served.ask("route", text=PDF, exclude=[])
@@ -216,10 +217,11 @@ def test_bad_start_up_settings_are_one_line_and_a_non_zero_exit():
         "the start-up settings need an index_dir"]
 
 
-def test_a_relative_index_folder_is_the_one_in_the_hosts_working_directory(examples_index, tmp_path, monkeypatch):
+def test_a_relative_index_folder_is_the_one_in_the_hosts_working_directory(onnx_examples_index, tmp_path,
+                                                                           monkeypatch):
     """The worker runs in the package's folder: the index folder it is given must not be read from there."""
     monkeypatch.chdir(tmp_path)
-    client = RouterClient(Path(os.path.relpath(examples_index, tmp_path)), restart_delays=(60,))
+    client = RouterClient(Path(os.path.relpath(onnx_examples_index, tmp_path)), restart_delays=(60,))
     client.start()
     try:
         assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
@@ -228,26 +230,31 @@ def test_a_relative_index_folder_is_the_one_in_the_hosts_working_directory(examp
         client.close()
 
 
-def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(examples_index):
-    client = RouterClient(examples_index, restart_delays=(60,))
+REMOTE = EmbedderSettings(backend="litellm", model="openai/text-embedding-3-small")
+
+
+def test_the_client_restarts_its_worker_only_when_the_start_up_settings_change(onnx_examples_index):
+    """Default embedder settings serve the index with the embedder that built it (onnx); a remote embedder does
+    not fit it, and is refused before any request is sent."""
+    client = RouterClient(onnx_examples_index, restart_delays=(60,))
     client.start()
     try:
         assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
         first = client._process.pid
-        client.configure(examples_index, EmbedderSettings())
+        client.configure(onnx_examples_index, EmbedderSettings())
         assert client.ready and client._process.pid == first
 
-        client.configure(examples_index, EmbedderSettings(backend="onnx"))
+        client.configure(onnx_examples_index, REMOTE)
         wait_until(lambda: client.status.state == FAILED, timeout=WORKER_READY_SECONDS, interval=0.05)
         mismatch = (client.status.state, client.status.detail, client._process.pid if client._process else None)
 
-        client.configure(examples_index, EmbedderSettings())
+        client.configure(onnx_examples_index, EmbedderSettings())
         assert client.wait_ready(WORKER_READY_SECONDS), client.status.detail
         answer = client.route(PDF, (), timeout=30)
     finally:
         client.close()
 
-    assert mismatch[0] == FAILED and "the configured embedder is onnx" in mismatch[1]
+    assert mismatch[0] == FAILED and f"the configured embedder is litellm {REMOTE.model}" in mismatch[1]
     assert mismatch[2] not in (None, first)  # a new worker, not a restart delay
     assert answer.status == OK and answer.data["skill"] == "pdf-to-markdown"
 

@@ -44,12 +44,13 @@ KANBAN_SKILL = """\
 
 
 @pytest.fixture()
-def home(tmp_path, bundled_embedder) -> tuple[Path, Path, Path]:
-    """Local and external skills, and an index of both built the way the CLI builds one."""
+def home(tmp_path, onnx_embedder) -> tuple[Path, Path, Path]:
+    """Local and external skills, and an index of both built the way the CLI builds one, with the onnx embedder
+    (the worker re-indexes with the embedder that built the index)."""
     local, shared, index = tmp_path / "skills", tmp_path / "shared", tmp_path / "index"
     shutil.copytree(EXAMPLES / "skills", local)
     write_skill(shared, "boards/kanban-triage", KANBAN_SKILL)
-    build_index([SkillsRoot(local), SkillsRoot(shared, external=True)], index, bundled_embedder)
+    build_index([SkillsRoot(local), SkillsRoot(shared, external=True)], index, onnx_embedder)
     return local, shared, index
 
 
@@ -98,9 +99,9 @@ def test_inactive_environments_travel_with_each_request(home):
     assert "kanban-triage" not in {r["name"] for r in listed["results"]}
 
 
-def test_a_rebuild_waits_for_another_build_to_finish(home, bundled_embedder):
+def test_a_rebuild_waits_for_another_build_to_finish(home, onnx_embedder):
     local, _shared, index = home
-    router = SkillRouter.open(index, embedder=bundled_embedder)
+    router = SkillRouter.open(index, embedder=onnx_embedder)
     logged = []
     rebuilder = Rebuilder(index, lambda: router, lambda level, message: logged.append(message),
                           delay=0.05, locked_retry=0.1)

@@ -1,14 +1,17 @@
 """Fixtures for the tests against the real Hermes Agent 0.19.
 
 The session shares one Hermes home (the plugin installed with ``hermes plugins
-install``, the example skills, an index built with ``semantic-skills build``),
-one plugin load through Hermes' own plugin manager and one warmed routing
-worker: each model load costs seconds.
+install``, the example skills, the onnx embedder set as after-install.md sets
+it without a GPU, an index built with ``semantic-skills build``), one plugin
+load through Hermes' own plugin manager and one warmed routing worker. No test
+on that home is about the default model, and each routing worker a test starts
+there is ready without importing PyTorch (about 5 s of CPU each);
+``default_hermes_home`` is the default install, for the checks whose subject it
+is.
 """
 
 from __future__ import annotations
 
-import shutil
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as AnswerTimeout
 from pathlib import Path
@@ -18,17 +21,18 @@ import pytest
 pytest.importorskip("hermes_cli.plugins", reason="Hermes Agent is not installed (pip install -r requirements-dev.txt)")
 
 from hermes_testkit import (  # noqa: E402
-    EXAMPLE_SKILLS,
+    ONNX,
     PLUGIN,
     WORKER_READY_SECONDS,
     Gateway,
     HermesHome,
-    build_index,
-    forbid_runtime_installs,
-    run_hermes,
+    install_home,
     snapshot_checkout,
-    write_settings,
 )
+
+# A generous gateway budget makes the gateway path deterministic on a loaded machine;
+# the late path (answer after the budget) has its own test.
+GATEWAY_BUDGET = {"route_timeout_ms": 10000}
 
 
 @pytest.fixture(scope="session")
@@ -37,18 +41,16 @@ def plugin_checkout(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def hermes_home(tmp_path_factory, plugin_checkout) -> HermesHome:
-    """A Hermes home with the plugin installed and enabled, the example skills, and a built index."""
-    home = tmp_path_factory.mktemp("hermes_home")
-    shutil.copytree(EXAMPLE_SKILLS, home / "skills")
-    installed = run_hermes(home, "plugins", "install", plugin_checkout.as_uri(), "--enable")
-    assert installed.returncode == 0, installed.stdout + installed.stderr
-    forbid_runtime_installs(home)
-    # A generous gateway budget makes the gateway path deterministic on a loaded machine;
-    # the late path (answer after the budget) has its own test.
-    write_settings(home, index_dir=str(home / "skills_index"), route_timeout_ms=10000)
-    build_index(home)
-    return HermesHome(home, plugin_checkout, installed.stdout)
+def hermes_home(tmp_path_factory, plugin_checkout, onnx_embedder) -> HermesHome:
+    """The session's Hermes home (see the module docstring): the plugin installed and enabled, the example skills,
+    the onnx embedder (``onnx_embedder`` skips where it is not installed), and an index it built."""
+    return install_home(tmp_path_factory.mktemp("hermes_home"), plugin_checkout, **GATEWAY_BUDGET, embedder=ONNX)
+
+
+@pytest.fixture(scope="session")
+def default_hermes_home(tmp_path_factory, plugin_checkout, default_model) -> HermesHome:
+    """A Hermes home as the default install leaves it: no embedder setting, an index the default model built."""
+    return install_home(tmp_path_factory.mktemp("default_hermes_home"), plugin_checkout, **GATEWAY_BUDGET)
 
 
 @pytest.fixture(autouse=True)

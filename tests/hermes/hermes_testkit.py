@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_SKILLS = REPO / "examples" / "skills"
 HERMES = Path(sys.executable).with_name("hermes")
 PLUGIN = "semantic-skills"
+ONNX = {"backend": "onnx"}  # the embedder setting after-install.md gives an install without PyTorch
 
 
 def subprocess_env(home: Path) -> dict[str, str]:
@@ -111,8 +112,8 @@ def pip_install_editable(python: Path, folder: Path) -> None:
 
 
 def build_index(home: Path, *args: str):
-    """``semantic-skills build`` for ``home``, as a user runs it, in this process, where the model's libraries are
-    already imported (tests/test_cli.py runs the command in processes of its own); returns click's result."""
+    """``semantic-skills build`` for ``home``, as a user runs it, in this process, where the embedder's libraries
+    load once (tests/test_cli.py runs the command in processes of its own); returns click's result."""
     from click.testing import CliRunner
 
     from semantic_skills.cli import main
@@ -178,13 +179,34 @@ def _write_config(home: Path, config: dict) -> None:
 
 @dataclass
 class HermesHome:
+    """A Hermes home with the plugin installed from ``checkout`` (``install_output``: what the install printed),
+    its ``settings`` and an index in ``index_dir``."""
+
     path: Path
     checkout: Path
     install_output: str
+    settings: dict
 
     @property
     def index_dir(self) -> Path:
         return self.path / "skills_index"
+
+    def configure(self, **changes) -> None:
+        """Write the home's settings with ``changes``; with none, the home's own settings again."""
+        write_settings(self.path, index_dir=str(self.index_dir), **{**self.settings, **changes})
+
+
+def install_home(home: Path, checkout: Path, **settings) -> HermesHome:
+    """A Hermes home at ``home``: the example skills, the plugin installed from ``checkout`` and enabled with
+    ``hermes plugins install``, these plugin ``settings``, and an index built with ``semantic-skills build``."""
+    shutil.copytree(EXAMPLE_SKILLS, home / "skills")
+    installed = run_hermes(home, "plugins", "install", checkout.as_uri(), "--enable")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    forbid_runtime_installs(home)
+    made = HermesHome(home, checkout, installed.stdout, settings)
+    made.configure()
+    build_index(home)
+    return made
 
 
 def set_active_org(skills_dir: Path, organisation: str) -> None:

@@ -166,13 +166,13 @@ def test_a_multiplexing_gateway_routes_each_profile_with_its_own_settings_index_
 
     from semantic_skills.hermes.runtime import get_runtime
 
-    from hermes_testkit import EXAMPLE_SKILLS, WORKER_READY_SECONDS, build_index, write_settings
+    from hermes_testkit import EXAMPLE_SKILLS, ONNX, WORKER_READY_SECONDS, build_index, write_settings
     from support import write_skill
 
     work = tmp_path / "profiles" / "work"
     shutil.copytree(EXAMPLE_SKILLS, work / "skills")
     write_skill(work / "skills", "outdoors/kite-spar-repair", KITE_SKILL)
-    write_settings(work, route_timeout_ms=10000, max_skill_chars=500)
+    write_settings(work, route_timeout_ms=10000, max_skill_chars=500, embedder=ONNX)
     with (work / "config.yaml").open("a") as config:
         config.write("skills:\n  disabled: [docker-compose-debug]\n")
     build_index(work)

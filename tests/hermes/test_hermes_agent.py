@@ -18,6 +18,7 @@ from semantic_skills.hermes.tool import PINNED_NOTE
 from fake_llm import last_user_content, make_agent
 from hermes_testkit import (
     EXAMPLE_SKILLS,
+    ONNX,
     WORKER_READY_SECONDS,
     build_index,
     resolve_auto_load_skills,
@@ -25,6 +26,7 @@ from hermes_testkit import (
     set_active_org,
     wait_until,
     worker_processes,
+    write_settings,
 )
 from support import write_skill
 
@@ -287,6 +289,7 @@ def test_before_the_first_build_the_agent_still_finds_skills_and_a_session_keeps
 
     home = tmp_path / "fresh-home"
     shutil.copytree(EXAMPLE_SKILLS, home / "skills")
+    write_settings(home, embedder=ONNX)
     monkeypatch.setenv("HERMES_HOME", str(home))
     start = len(llm.chat_requests())
     try:

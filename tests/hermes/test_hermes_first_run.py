@@ -189,16 +189,19 @@ def cpu_torch_install(python: Path) -> str:
     return f"{python} -m pip install torch --index-url {CPU_TORCH_INDEX} && {python} -m pip install -e {REPO}"
 
 
-def test_doctor_on_a_healthy_install_is_all_green(hermes_home):
-    done = run_hermes(hermes_home.path, "semantic-skills", "doctor", "--json", timeout=600)
+def test_doctor_on_a_healthy_install_is_all_green(default_hermes_home):
+    """The default install end to end: Hermes' own command runs the plugin's doctor, whose worker loads the
+    default model."""
+    home = default_hermes_home
+    done = run_hermes(home.path, "semantic-skills", "doctor", "--json", timeout=600)
 
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
     checks = {check["name"]: check for check in report["checks"]}
     assert report["ok"] is True and report["verdict"] == "routing works" and list(checks) == CHECKS
     assert {name: check["status"] for name, check in checks.items()} == dict.fromkeys(CHECKS, "ok"), report
-    assert checks["paths"]["facts"]["plugin_folder"] == str(hermes_home.path / "plugins" / PLUGIN)
-    assert checks["paths"]["facts"]["index_folder"] == str(hermes_home.index_dir)
+    assert checks["paths"]["facts"]["plugin_folder"] == str(home.path / "plugins" / PLUGIN)
+    assert checks["paths"]["facts"]["index_folder"] == str(home.index_dir)
     assert checks["skills"]["facts"]["offered"] >= 10
     assert checks["worker"]["facts"]["backend"] == "sentence-transformers"
 

@@ -117,12 +117,13 @@ NEW_PACKAGE = "not-a-package-anyone-installed"
 
 
 def test_an_update_runs_from_the_next_start_and_doctor_names_a_dependency_it_adds(tmp_path, plugin_checkout,
-                                                                                  hermes_home):
+                                                                                  default_hermes_home):
+    """A user of the default install: doctor's fix is that install's pip step (the onnx embedder has its own)."""
     source = tmp_path / "source"
     git(tmp_path, "clone", "-q", str(plugin_checkout), str(source))
     user = install_as_a_user(tmp_path / "user", source.as_uri())
     assert user.run("config", "set", f"plugins.entries.{PLUGIN}.settings.index_dir",
-                    str(hermes_home.index_dir)).returncode == 0  # an index, built
+                    str(default_hermes_home.index_dir)).returncode == 0  # an index, built
     assert user.run(PLUGIN, "--version").stdout.strip() == "semantic-skills, version 0.1.0"
     version_file, pyproject = source / "semantic_skills" / "__init__.py", source / "pyproject.toml"
     version_file.write_text(version_file.read_text().replace('__version__ = "0.1.0"', '__version__ = "0.2.0"'))
@@ -179,8 +180,9 @@ GATEWAY_PROCESS = textwrap.dedent("""
 """)
 
 
-def test_hermes_process_never_imports_the_heavy_libraries(hermes_home, tmp_path):
-    env = dict(subprocess_env(hermes_home.path), WHATSAPP_ALLOWED_USERS="*")
+def test_hermes_process_never_imports_the_heavy_libraries(default_hermes_home, tmp_path):
+    """On the default install, whose worker imports PyTorch: Hermes' own process imports none of it."""
+    env = dict(subprocess_env(default_hermes_home.path), WHATSAPP_ALLOWED_USERS="*")
     script = GATEWAY_PROCESS.format(testdir=str(REPO / "tests" / "hermes"), supportdir=str(REPO / "tests"),
                                     sessions=str(tmp_path / "sessions"))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600,

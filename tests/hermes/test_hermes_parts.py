@@ -352,13 +352,12 @@ def test_without_search_skills_the_stub_names_the_tools_the_session_has(plugin_m
 def test_full_prompt_mode_sends_hermes_listing_as_it_is(plugin_manager, hermes_home):
     from hermes_cli.middleware import apply_llm_request_middleware
 
-    write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000,
-                   prompt_mode="full")
+    hermes_home.configure(prompt_mode="full")
     try:
         request, context = hermes_request("middleware-full")
         assert apply_llm_request_middleware(request, **context).payload == request
     finally:
-        write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000)
+        hermes_home.configure()
 
 
 def test_a_listing_in_a_shape_not_recognised_is_sent_as_it_is_and_it_is_said_once(plugin_manager, caplog):

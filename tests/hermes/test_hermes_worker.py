@@ -22,7 +22,16 @@ from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.worker.client import RouterClient
 from semantic_skills.worker.protocol import FAILED, WAITING_FOR_INDEX
 
-from hermes_testkit import EXAMPLE_SKILLS, REPO, Gateway, build_index, wait_until, worker_processes, write_settings
+from hermes_testkit import (
+    EXAMPLE_SKILLS,
+    ONNX,
+    REPO,
+    Gateway,
+    build_index,
+    wait_until,
+    worker_processes,
+    write_settings,
+)
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 
@@ -38,7 +47,7 @@ def test_missing_index_passes_messages_through_logs_once_and_is_served_once_buil
     home = tmp_path / "home"
     shutil.copytree(EXAMPLE_SKILLS, home / "skills")
     index_dir = tmp_path / "index-built-later"
-    write_settings(home, index_dir=str(index_dir))
+    write_settings(home, index_dir=str(index_dir), embedder=ONNX)
     monkeypatch.setenv("WHATSAPP_ALLOWED_USERS", "*")
     gateway = Gateway(tmp_path / "sessions")
     rt = PluginRuntime(home)
@@ -143,11 +152,11 @@ def test_worker_exits_when_its_host_is_killed(tmp_path):
 def test_a_changed_threshold_applies_to_the_next_message_without_any_restart(gateway, runtime, hermes_home):
     workers = set(worker_processes(hermes_home.index_dir))
     before = gateway.send(DOCKER, gateway.new_user())
-    write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000, threshold=0.95)
+    hermes_home.configure(threshold=0.95)
     try:
         raised = gateway.send(DOCKER, gateway.new_user())
     finally:
-        write_settings(hermes_home.path, index_dir=str(hermes_home.index_dir), route_timeout_ms=10000)
+        hermes_home.configure()
     restored = gateway.send(DOCKER, gateway.new_user())
 
     assert before.text.startswith('<skill-context name="docker-compose-debug"')
@@ -156,7 +165,11 @@ def test_a_changed_threshold_applies_to_the_next_message_without_any_restart(gat
     assert set(worker_processes(hermes_home.index_dir)) == workers and runtime.client.ready
 
 
+REMOTE = {"backend": "litellm", "model": "openai/text-embedding-3-small"}  # refused before any request is sent
+
+
 def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_runtime(tmp_path, hermes_home):
+    """The session's index was built with the onnx embedder; settings that name no embedder use it."""
     home = tmp_path / "home"
     home.mkdir()
     write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
@@ -169,19 +182,19 @@ def test_a_changed_embedder_setting_restarts_the_worker_without_restarting_the_r
         rt.client.start()
         assert rt.client.wait_ready(240), rt.client.status.detail
         first_worker = rt.client._process.pid
-        write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240, embedder="onnx")
+        write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240, embedder=REMOTE)
         refused = route(1)
         assert wait_until(lambda: rt.client.status.state == FAILED, timeout=240), rt.client.status.detail
-        refusal, onnx_worker = rt.client.status.detail, rt.client._process.pid
+        refusal, remote_worker = rt.client.status.detail, rt.client._process.pid
         write_settings(home, index_dir=str(hermes_home.index_dir), warmup_wait_seconds=240)
-        rt.refresh()  # what the next hook call does first: the worker restarts with the default embedder
+        rt.refresh()  # what the next hook call does first: the worker restarts with the index's embedder
         assert rt.client.wait_ready(240), rt.client.status.detail  # one hook call would wait 15 s at most
         routed, last_worker = route(2), rt.client._process.pid
     finally:
         rt.close()
 
-    assert refused is None and "the configured embedder is onnx" in refusal
-    assert len({first_worker, onnx_worker, last_worker}) == 3
+    assert refused is None and "the configured embedder is litellm openai/text-embedding-3-small" in refusal
+    assert len({first_worker, remote_worker, last_worker}) == 3
     assert routed["context"].startswith('<skill-context name="docker-compose-debug"')
 
 
