@@ -12,6 +12,19 @@ import pytest
 from support import EXAMPLES
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (pyproject.toml), with every file of tests/builds in one unit: their steps share one
+    lock per Hermes build (``buildkit.once``), so spread over two workers one of them waits for the other's."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class BuildsInOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "tests/builds" if scope.startswith("tests/builds/") else scope
+
+    return BuildsInOneWorker(config, log)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_hermes_home(tmp_path_factory, monkeypatch):
     """Every test gets an empty HERMES_HOME and no index-dir override."""
