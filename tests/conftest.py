@@ -64,15 +64,18 @@ def bundled_embedder(default_model):
     return embedder
 
 
-@pytest.fixture(scope="session")
-def examples_index(tmp_path_factory, bundled_embedder) -> Path:
-    """An index of examples/skills built once per session (treat it as read-only)."""
+def _index_of_the_examples(folder: Path, embedder) -> Path:
     from semantic_skills.builder import build_index
     from semantic_skills.skills.discovery import SkillsRoot
 
-    index_dir = tmp_path_factory.mktemp("examples_index")
-    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, bundled_embedder)
-    return index_dir
+    build_index([SkillsRoot(EXAMPLES / "skills")], folder, embedder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def examples_index(tmp_path_factory, bundled_embedder) -> Path:
+    """An index of examples/skills built once per session (treat it as read-only)."""
+    return _index_of_the_examples(tmp_path_factory.mktemp("examples_index"), bundled_embedder)
 
 
 @pytest.fixture(scope="session")
@@ -94,12 +97,7 @@ def onnx_embedder():
 @pytest.fixture(scope="session")
 def onnx_examples_index(tmp_path_factory, onnx_embedder) -> Path:
     """An index of examples/skills built once per session with ``onnx_embedder`` (treat it as read-only)."""
-    from semantic_skills.builder import build_index
-    from semantic_skills.skills.discovery import SkillsRoot
-
-    index_dir = tmp_path_factory.mktemp("onnx_examples_index")
-    build_index([SkillsRoot(EXAMPLES / "skills")], index_dir, onnx_embedder)
-    return index_dir
+    return _index_of_the_examples(tmp_path_factory.mktemp("onnx_examples_index"), onnx_embedder)
 
 
 @pytest.fixture(scope="module")
