@@ -71,8 +71,6 @@ def test_doctor_names_this_builds_hermes_distribution_in_the_install_fix(install
 
     doctor = Run(**once(shared, build.label, "doctor_litellm", doctor_with_the_litellm_embedder)["doctor"])
     checks = {check["name"]: check for check in json.loads(doctor.stdout.strip().splitlines()[-1])["checks"]}
-    dependencies = checks["dependencies"]
-    # Without PyTorch the onnx embedder is installed: doctor's fix is to use it, the install is the alternative.
-    install = dependencies["fix"] if build.can("torch") else dependencies["alternative"]
-    assert dependencies["status"] == "fail" and "[litellm]" in install, doctor.explain()
-    assert install.endswith(f" {build.distribution}"), install
+    fix = checks["dependencies"]["fix"]
+    assert checks["dependencies"]["status"] == "fail" and "[litellm]" in fix, doctor.explain()
+    assert fix.endswith(f" {build.distribution}"), fix

@@ -18,6 +18,8 @@ import yaml
 from semantic_skills.hermes.config import SETTINGS_KEY
 from semantic_skills.hermes.doctor import report, run
 from semantic_skills.hermes.doctor.dependencies import Dependencies
+from semantic_skills.hermes.doctor.install_fix import install_fix
+from semantic_skills.requirements import TORCH_COST, install_command
 
 from hermes_testkit import EXAMPLE_SKILLS, NO_RUNTIME_INSTALLS, ONNX, PLUGIN, build_index, run_hermes, subprocess_env
 
@@ -151,6 +153,23 @@ def test_a_failing_check_hides_no_later_check_that_can_run(monkeypatch, hermes_h
         "skip", "started once sentence-transformers are installed (see dependencies above)")
     assert not any(isinstance(item, report.Progress) for item in items)  # no worker started, so none announced
     assert items[-1].healthy is False and items[-1].text.startswith("routing does not work yet")
+
+
+@pytest.mark.parametrize("backend, default_embedder, lacking", [
+    ("sentence-transformers", True, "sentence-transformers"),
+    ("sentence-transformers", False, "sentence-transformers"),  # another model than the bundled one
+    ("litellm", False, "litellm"),
+])
+def test_onnx_stands_in_only_for_the_default_model(backend, default_embedder, lacking, onnx_embedder, tmp_path):
+    """With the onnx embedder's packages installed, switching to it is the fix only where it runs the same model:
+    a remote model or another local one is installed as the settings name it."""
+    chosen = install_fix(tmp_path, Dependencies(backend, absent=(lacking,)), default_embedder)
+
+    if default_embedder:
+        assert chosen.fix.endswith(f"config set {SETTINGS_KEY}.embedder.backend onnx"), chosen
+        assert chosen.alternative == f"with PyTorch ({TORCH_COST}): {install_command(backend)}"
+    else:
+        assert (chosen.fix, chosen.alternative) == (install_command(backend), ""), chosen
 
 
 @pytest.mark.parametrize("statuses, healthy, text", [

@@ -1,13 +1,14 @@
 """How to install what the plugin needs into Hermes' Python: the one choice that ``doctor`` and the line
 ``register()`` logs both give.
 
-Where the onnx embedder's packages are installed already, switching to it is
-the fix. On a machine with no NVIDIA GPU and no PyTorch yet, with the
-embedder left at its default, the install without PyTorch is the fix (a
-third of the size, a first turn twice as fast, the same routing:
-docs/performance.md, "Which install for a machine without an NVIDIA GPU")
-and the PyTorch install the alternative, with its cost. Otherwise the
-plugin's own pip line is the one way.
+Where the embedder is the default one and the onnx embedder's packages are
+installed already, switching to onnx (the same model, without PyTorch) is
+the fix; a remote or another local model is installed as set. On a machine
+with no NVIDIA GPU and no PyTorch yet, with the embedder left at its
+default, the install without PyTorch is the fix (a third of the size, a
+first turn twice as fast, the same routing: docs/performance.md, "Which
+install for a machine without an NVIDIA GPU") and the PyTorch install the
+alternative, with its cost. Otherwise the plugin's own pip line is the one way.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ def install_fix(home: Path, found: Dependencies, default_embedder: bool, host: s
     backend = found.backend
     install = install_command(backend, host=host)
     set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
-    with_torch = f"with PyTorch ({TORCH_COST}): {install}" if backend == "sentence-transformers" else install
-    if backend != "onnx" and found.only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
+    with_torch = f"with PyTorch ({TORCH_COST}): {install}"
+    bundled_model = backend == "sentence-transformers" and default_embedder
+    if bundled_model and found.only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
         return InstallFix(set_onnx, with_torch, "the onnx embedder's packages are installed (the install without "
                                                 "PyTorch)")
-    if backend == "sentence-transformers" and default_embedder and wants_torch_free():
+    if bundled_model and wants_torch_free():
         return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}", with_torch,
                           "no NVIDIA GPU here, so the install without PyTorch is the smaller, faster choice")
     return InstallFix(install)
