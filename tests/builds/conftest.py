@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from semantic_skills.hermes.config import SETTINGS_KEY
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hermes"))  # hermes_testkit, fake_llm
 
 from buildkit import (  # noqa: E402
@@ -44,8 +46,6 @@ from buildkit import (  # noqa: E402
 )
 from fake_llm import FakeChatServer  # noqa: E402
 from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, forbid_runtime_installs, snapshot_checkout  # noqa: E402
-
-SETTINGS = f"plugins.entries.{PLUGIN}.settings"
 
 
 @pytest.fixture(scope="session", params=LABELS)
@@ -97,7 +97,7 @@ def installed(build, checkout, elsewhere, shared) -> Installed:
         assert done.returncode == 0, done.explain()
         enabled = enabled_plugins(home)
         if not build.can("torch"):  # the install without PyTorch: after-install.md's setting for it
-            configured = build.run(home, "config", "set", f"{SETTINGS}.embedder.backend", "onnx", cwd=elsewhere)
+            configured = build.run(home, "config", "set", f"{SETTINGS_KEY}.embedder.backend", "onnx", cwd=elsewhere)
             assert configured.returncode == 0, configured.explain()
         return {"install": done, "enabled": enabled, "index": build.run(home, PLUGIN, "build", cwd=elsewhere),
                 "doctor": build.run(home, PLUGIN, "doctor", cwd=elsewhere)}
