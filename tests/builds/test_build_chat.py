@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from semantic_skills.hermes.prompt.middleware import section_for
 
 from buildkit import DOCKER, OFF_TOPIC, plugin_problems, system_prompt, user_message
@@ -25,7 +27,8 @@ def test_the_system_prompt_carries_the_stub_and_not_hermes_listing(chats):
 
 
 def test_the_system_prompt_is_byte_identical_across_two_chats(chats):
-    assert len({system_prompt(sent[0]) for sent in chats.requests.values()}) == 1
+    first, second = (system_prompt(sent[0]) for sent in chats.requests.values())
+    assert first == second, "\n".join(difflib.unified_diff(first.splitlines(), second.splitlines(), lineterm=""))
 
 
 def test_an_on_topic_message_carries_one_full_block_of_its_skill(chats):
