@@ -4,17 +4,22 @@ Three uses: :func:`misreading` says why a name would not read as written and
 :func:`one_line` keeps a description on one visible line; :func:`visible`
 writes out what a terminal must not act on; and :func:`tag_starts` finds every
 place a reader would see a tag begin, however it is disguised (see
-``injection.neutralise``).
+``injection.neutralise``), as :func:`word_skeleton` tells which names read alike.
 
 A reader is not fooled by code points: ``<\\u200b/skill-context>`` (a zero-width
 space inside), ``＜/skill‐context＞`` (full-width brackets and U+2010) or
 ``</skіll-сontext>`` (Cyrillic і and с) all read as the closing tag. To match
 what a reader sees, each character is folded to a *skeleton*: invisible
 characters and marks give nothing, spaces, dashes and underscores give
-nothing, compatibility forms are decomposed (NFKD), case is folded, and
-letters, digits and brackets that look like Latin ones (from Cyrillic, Greek,
-Armenian, Cherokee, Lisu, small capitals, ...) become those Latin ones, with
-``i``, ``l``, ``1`` and ``|`` as one letter and ``0`` as ``o``.
+nothing, a compatibility form of plain text is that text (NFKD), a character
+Unicode's confusables data (UTS #39, see ``confusables``) maps to a prototype
+reads as that prototype (Coptic ``ⲣ`` as ``p``, ``m`` as ``rn``, ``0`` as
+``O``), other compatibility forms are decomposed, case is folded (a lower-case
+letter without a prototype of its own reads as its capital does, so Greek
+``χ`` reads as ``X``), and ``i`` and ``l`` are one letter (the data already
+maps ``1``, ``I`` and ``|`` to ``l``). Written here, because UTS #39 does not
+list them as look-alikes of these: the angle brackets a reader takes for
+``<`` and a few lines taken for a dash.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import functools
 import re
 import unicodedata
 from typing import Iterable
+
+from . import confusables
 
 # Default_Ignorable_Code_Point (Unicode's DerivedCoreProperties): shown as nothing when not supported.
 _DEFAULT_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
@@ -37,106 +44,47 @@ SLASH = "/"
 
 
 def _named(*names: str) -> str:
-    """The characters of these Unicode names, in order (the tables below name them: their glyphs look alike)."""
+    """The characters of these Unicode names, in order."""
     return "".join(unicodedata.lookup(name) for name in names)
 
 
-# Characters that read as the Latin letter, digit or bracket they are listed under (besides those NFKD
-# already maps to it, such as full-width and mathematical letters).
-_LOOKALIKES = {
-    "a": _named("CYRILLIC SMALL LETTER A", "CYRILLIC CAPITAL LETTER A", "LATIN SMALL LETTER ALPHA",
-        "GREEK SMALL LETTER ALPHA", "GREEK CAPITAL LETTER ALPHA", "APL FUNCTIONAL SYMBOL ALPHA",
-        "LATIN LETTER SMALL CAPITAL A", "CHEROKEE LETTER GO", "LISU LETTER A"),
-    "b": _named("CYRILLIC SMALL LETTER VE", "CYRILLIC CAPITAL LETTER VE", "CYRILLIC CAPITAL LETTER SOFT SIGN",
-        "CYRILLIC SMALL LETTER SOFT SIGN", "GREEK CAPITAL LETTER BETA", "GREEK SMALL LETTER BETA",
-        "LATIN LETTER SMALL CAPITAL B", "CHEROKEE LETTER YV", "LISU LETTER BA"),
-    "c": _named("CYRILLIC SMALL LETTER ES", "CYRILLIC CAPITAL LETTER ES", "GREEK LUNATE SIGMA SYMBOL",
-        "GREEK CAPITAL LUNATE SIGMA SYMBOL", "GREEK SMALL LETTER FINAL SIGMA", "LATIN LETTER SMALL CAPITAL C",
-        "CHEROKEE LETTER TLI", "LISU LETTER CA", "COPTIC SMALL LETTER SIMA", "COPTIC CAPITAL LETTER SIMA"),
-    "d": _named("CYRILLIC SMALL LETTER KOMI DE", "CYRILLIC CAPITAL LETTER KOMI DE", "CHEROKEE LETTER A",
-        "CHEROKEE LETTER TSU", "LATIN LETTER SMALL CAPITAL D", "LISU LETTER PHA"),
-    "e": _named("CYRILLIC SMALL LETTER IE", "CYRILLIC CAPITAL LETTER IE", "GREEK CAPITAL LETTER EPSILON",
-        "GREEK SMALL LETTER EPSILON", "LATIN SMALL LETTER OPEN E", "CYRILLIC SMALL LETTER ABKHASIAN CHE",
-        "CYRILLIC CAPITAL LETTER ABKHASIAN CHE", "ESTIMATED SYMBOL", "LATIN LETTER SMALL CAPITAL E",
-        "CHEROKEE LETTER GV", "LISU LETTER E"),
-    "f": _named("GREEK SMALL LETTER DIGAMMA", "GREEK LETTER DIGAMMA", "LISU LETTER TSA"),
-    "g": _named("LATIN SMALL LETTER SCRIPT G", "ARMENIAN SMALL LETTER CO", "CYRILLIC SMALL LETTER KOMI SJE",
-        "CYRILLIC CAPITAL LETTER KOMI SJE", "CHEROKEE LETTER NAH", "LISU LETTER GA"),
-    "h": _named("CYRILLIC SMALL LETTER SHHA", "CYRILLIC CAPITAL LETTER SHHA", "CYRILLIC CAPITAL LETTER EN",
-        "CYRILLIC SMALL LETTER EN", "GREEK CAPITAL LETTER ETA", "LATIN LETTER SMALL CAPITAL H", "CHEROKEE LETTER MI",
-        "LISU LETTER XA"),
-    "j": _named("CYRILLIC SMALL LETTER JE", "CYRILLIC CAPITAL LETTER JE", "GREEK LETTER YOT",
-        "GREEK CAPITAL LETTER YOT", "CHEROKEE LETTER GU", "LISU LETTER JA"),
-    "k": _named("CYRILLIC SMALL LETTER KA", "CYRILLIC CAPITAL LETTER KA", "GREEK SMALL LETTER KAPPA",
-        "GREEK CAPITAL LETTER KAPPA", "LATIN SMALL LETTER KRA", "LATIN LETTER SMALL CAPITAL K", "CHEROKEE LETTER TSO",
-        "LISU LETTER KA", "CYRILLIC SMALL LETTER KA WITH DESCENDER", "CYRILLIC CAPITAL LETTER KA WITH DESCENDER",
-        "CYRILLIC SMALL LETTER KA WITH STROKE", "CYRILLIC CAPITAL LETTER KA WITH STROKE",
-        "CYRILLIC SMALL LETTER KA WITH VERTICAL STROKE", "CYRILLIC CAPITAL LETTER KA WITH VERTICAL STROKE",
-        "CYRILLIC SMALL LETTER KA WITH HOOK", "CYRILLIC CAPITAL LETTER KA WITH HOOK"),
-    # i, l, 1 and | are one letter here: each stands for the others in a disguised word.
-    "l": "iIl1|" + _named("CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I",
-        "CYRILLIC CAPITAL LETTER BYELORUSSIAN-UKRAINIAN I", "GREEK SMALL LETTER IOTA", "GREEK CAPITAL LETTER IOTA",
-        "LATIN SMALL LETTER DOTLESS I", "LATIN SMALL LETTER IOTA", "CYRILLIC SMALL LETTER PALOCHKA",
-        "CYRILLIC LETTER PALOCHKA", "LATIN LETTER DENTAL CLICK", "LATIN SMALL LETTER L WITH STROKE",
-        "LATIN CAPITAL LETTER L WITH STROKE", "LATIN CAPITAL LETTER IOTA", "LATIN LETTER SMALL CAPITAL I",
-        "LATIN LETTER SMALL CAPITAL L", "CHEROKEE LETTER V", "CHEROKEE LETTER TLE", "LISU LETTER I", "LISU LETTER LA",
-        "CYRILLIC SMALL LETTER IOTA", "HEBREW PUNCTUATION PASEQ", "DIVIDES"),
-    "m": _named("CYRILLIC SMALL LETTER EM", "CYRILLIC CAPITAL LETTER EM", "GREEK CAPITAL LETTER MU",
-        "LATIN LETTER SMALL CAPITAL M", "CHEROKEE LETTER LU", "LISU LETTER MA"),
-    "n": _named("ARMENIAN SMALL LETTER VO", "CYRILLIC SMALL LETTER PE", "GREEK SMALL LETTER ETA",
-        "GREEK CAPITAL LETTER NU", "LATIN LETTER SMALL CAPITAL N", "LISU LETTER NA"),
-    "o": "0" + _named("CYRILLIC SMALL LETTER O", "CYRILLIC CAPITAL LETTER O", "GREEK SMALL LETTER OMICRON",
-        "GREEK CAPITAL LETTER OMICRON", "GREEK SMALL LETTER SIGMA", "ARMENIAN SMALL LETTER OH",
-        "ARMENIAN CAPITAL LETTER OH", "LATIN LETTER SMALL CAPITAL O", "MYANMAR DIGIT ZERO", "BENGALI DIGIT ZERO",
-        "DEVANAGARI DIGIT ZERO", "THAI DIGIT ZERO", "LAO DIGIT ZERO", "COPTIC SMALL LETTER O",
-        "COPTIC CAPITAL LETTER O", "LISU LETTER O"),
-    "p": _named("CYRILLIC SMALL LETTER ER", "CYRILLIC CAPITAL LETTER ER", "GREEK SMALL LETTER RHO",
-        "GREEK CAPITAL LETTER RHO", "APL FUNCTIONAL SYMBOL RHO", "LATIN LETTER SMALL CAPITAL P", "CHEROKEE LETTER TLV",
-        "LISU LETTER PA"),
-    "q": _named("CYRILLIC SMALL LETTER QA", "CYRILLIC CAPITAL LETTER QA", "ARMENIAN SMALL LETTER ZA"),
-    "r": _named("CYRILLIC SMALL LETTER GHE", "LATIN LETTER SMALL CAPITAL R", "CHEROKEE LETTER E", "LISU LETTER ZHA"),
-    "s": _named("CYRILLIC SMALL LETTER DZE", "CYRILLIC CAPITAL LETTER DZE", "LATIN LETTER SMALL CAPITAL S",
-        "CHEROKEE LETTER DU", "LISU LETTER SA"),
-    "t": _named("CYRILLIC SMALL LETTER TE", "CYRILLIC CAPITAL LETTER TE", "GREEK SMALL LETTER TAU",
-        "GREEK CAPITAL LETTER TAU", "LATIN LETTER SMALL CAPITAL T", "CHEROKEE LETTER I", "LISU LETTER TA",
-        "LATIN SMALL LETTER T WITH STROKE", "LATIN CAPITAL LETTER T WITH STROKE"),
-    "u": _named("GREEK SMALL LETTER UPSILON", "ARMENIAN SMALL LETTER SEH", "LATIN LETTER SMALL CAPITAL U",
-        "GREEK SMALL LETTER MU", "LISU LETTER U"),
-    "v": _named("GREEK SMALL LETTER NU", "CYRILLIC SMALL LETTER IZHITSA", "CYRILLIC CAPITAL LETTER IZHITSA",
-        "LATIN LETTER SMALL CAPITAL V", "CHEROKEE LETTER DO", "LISU LETTER HA"),
-    "w": _named("CYRILLIC SMALL LETTER WE", "CYRILLIC CAPITAL LETTER WE", "CYRILLIC SMALL LETTER OMEGA",
-        "LATIN LETTER SMALL CAPITAL W", "CHEROKEE LETTER LA", "LISU LETTER WA", "GREEK SMALL LETTER OMEGA"),
-    "x": _named("CYRILLIC SMALL LETTER HA", "CYRILLIC CAPITAL LETTER HA", "GREEK SMALL LETTER CHI",
-        "GREEK CAPITAL LETTER CHI", "MULTIPLICATION SIGN", "VECTOR OR CROSS PRODUCT", "LISU LETTER SHA"),
-    "y": _named("CYRILLIC SMALL LETTER U", "CYRILLIC CAPITAL LETTER U", "GREEK SMALL LETTER GAMMA",
-        "GREEK CAPITAL LETTER UPSILON", "CYRILLIC SMALL LETTER STRAIGHT U", "CYRILLIC CAPITAL LETTER STRAIGHT U",
-        "LATIN LETTER SMALL CAPITAL Y", "CHEROKEE LETTER GI", "LISU LETTER YA"),
-    "z": _named("GREEK CAPITAL LETTER ZETA", "LATIN LETTER SMALL CAPITAL Z", "CHEROKEE LETTER NO", "LISU LETTER DZA"),
-    ANGLE: _named("FULLWIDTH LESS-THAN SIGN", "SMALL LESS-THAN SIGN", "NOT LESS-THAN",
-        "SINGLE LEFT-POINTING ANGLE QUOTATION MARK", "LEFT ANGLE BRACKET", "LEFT-POINTING ANGLE BRACKET",
-        "PRESENTATION FORM FOR VERTICAL LEFT ANGLE BRACKET", "MATHEMATICAL LEFT ANGLE BRACKET",
-        "MODIFIER LETTER LEFT ARROWHEAD", "MODIFIER LETTER LOW LEFT ARROWHEAD", "CANADIAN SYLLABICS PA",
-        "RUNIC LETTER KAUNA", "LEFT-POINTING CURVED ANGLE BRACKET", "HEAVY LEFT-POINTING ANGLE QUOTATION MARK ORNAMENT",
-        "MEDIUM LEFT-POINTING ANGLE BRACKET ORNAMENT", "HEAVY LEFT-POINTING ANGLE BRACKET ORNAMENT",
-        "LEFT ANGLE BRACKET WITH DOT", "LEFT ARC LESS-THAN BRACKET", "LEFT-POINTING DOUBLE ANGLE QUOTATION MARK",
-        "PRECEDES", "NORMAL SUBGROUP OF"),
-    SLASH: _named("DIVISION SLASH", "FRACTION SLASH", "BIG SOLIDUS",
-        "BOX DRAWINGS LIGHT DIAGONAL UPPER RIGHT TO LOWER LEFT", "MATHEMATICAL RISING DIAGONAL",
-        "VERTICAL KANA REPEAT MARK UPPER HALF", "CJK UNIFIED IDEOGRAPH-4E3F", "KANGXI RADICAL SLASH",
-        "PHILIPPINE SINGLE PUNCTUATION", "COPTIC CAPITAL LETTER OLD COPTIC ESH"),
-}
-# Characters that read as a space, a dash or an underscore besides those of categories Zs, Zl, Zp, Pd and Pc.
-_SEPARATORS = _named("MINUS SIGN", "HYPHEN BULLET", "MODIFIER LETTER MINUS SIGN", "HEAVY MINUS SIGN",
-    "HORIZONTAL LINE EXTENSION", "BOX DRAWINGS LIGHT HORIZONTAL", "BOX DRAWINGS HEAVY HORIZONTAL",
-    "BOX DRAWINGS LIGHT LEFT", "BOX DRAWINGS LIGHT RIGHT", "BOX DRAWINGS HEAVY LEFT", "BOX DRAWINGS HEAVY RIGHT",
-    "KATAKANA-HIRAGANA PROLONGED SOUND MARK", "HALFWIDTH KATAKANA-HIRAGANA PROLONGED SOUND MARK",
-    "CJK UNIFIED IDEOGRAPH-4E00", "KANGXI RADICAL ONE", "HANGUL LETTER EU", "HANGUL JUNGSEONG EU",
-    "HALFWIDTH HANGUL LETTER EU", "BRAILLE PATTERN BLANK")
-_READ_AS_NOTHING = frozenset({"Zs", "Zl", "Zp", "Pd", "Pc", "Mn", "Me", "Cn"})  # separators, marks, unassigned
+# UTS #39 maps the left angle brackets (〈, ⟨, 〈...) to this one and keeps them apart from "<"; a reader of a
+# tag does not, nor of these, which it lists as no one's look-alike.
+_ANGLE_BRACKET = _named("MEDIUM LEFT-POINTING ANGLE BRACKET ORNAMENT")
+_MORE_ANGLES = _named("MODIFIER LETTER LOW LEFT ARROWHEAD", "LEFT-POINTING CURVED ANGLE BRACKET",
+                      "HEAVY LEFT-POINTING ANGLE BRACKET ORNAMENT", "LEFT ANGLE BRACKET WITH DOT",
+                      "LEFT ARC LESS-THAN BRACKET", "LEFT-POINTING DOUBLE ANGLE QUOTATION MARK", "PRECEDES",
+                      "NORMAL SUBGROUP OF")
+# The characters whose decomposition (NFKD) begins with one of the angles above (tests/test_glyphs.py checks
+# every code point).
+_DECOMPOSING_ANGLES = _named("FULLWIDTH LESS-THAN SIGN", "SMALL LESS-THAN SIGN", "NOT LESS-THAN",
+                             "LEFT-POINTING ANGLE BRACKET", "PRESENTATION FORM FOR VERTICAL LEFT ANGLE BRACKET",
+                             "DOES NOT PRECEDE", "NOT NORMAL SUBGROUP OF", "HIRAGANA LETTER GU")
+# Read as nothing: the prototypes UTS #39 gives dashes, spaces and low lines (the prolonged sound mark ー for
+# the long ones: em dash, box drawings, CJK "one"), and lines it lists as no one's look-alike.
+_SEPARATORS = "-_ " + _named("KATAKANA-HIRAGANA PROLONGED SOUND MARK", "HORIZONTAL LINE EXTENSION",
+                             "BOX DRAWINGS LIGHT LEFT", "BOX DRAWINGS LIGHT RIGHT", "BOX DRAWINGS HEAVY LEFT",
+                             "BOX DRAWINGS HEAVY RIGHT", "BRAILLE PATTERN BLANK")
+_READ_AS_NOTHING = frozenset({"Zs", "Zl", "Zp", "Pd", "Pc", "Mn", "Me"})  # separators, marks
+_ONE_LETTER = {"i": "l"}  # i and l stand for each other in a disguised word
 
-_FOLD = {lookalike: latin for latin, lookalikes in _LOOKALIKES.items() for lookalike in lookalikes}
-ANGLES = ANGLE + _LOOKALIKES[ANGLE]
-_ANGLE_FINDER = re.compile(f"[{re.escape(ANGLES)}]")
+
+@functools.cache
+def angles() -> str:
+    """Every character that reads as ``<`` (the angles :func:`tag_starts` reads from)."""
+    prototypes = ANGLE + _ANGLE_BRACKET + _MORE_ANGLES
+    look_alikes = "".join(confusables.look_alikes_of(angle) for angle in prototypes)
+    return "".join(dict.fromkeys(prototypes + look_alikes + _DECOMPOSING_ANGLES))
+
+
+@functools.cache
+def _angle_set() -> frozenset[str]:
+    return frozenset(angles())
+
+
+@functools.cache
+def _angle_finder() -> re.Pattern:
+    return re.compile(f"[{re.escape(angles())}]")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -204,19 +152,34 @@ def _escape(char: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def skeleton(char: str) -> str:
-    """What ``char`` reads as, folded (see the module docstring): ``""`` for an invisible or unassigned
-    character (a later Unicode may make it invisible), a mark or a separator, else a few lowercase Latin
-    letters, digits or signs."""
-    if char in _FOLD:
-        return _FOLD[char]
-    category = unicodedata.category(char)
-    if category in _READ_AS_NOTHING or char.isspace() or char in _SEPARATORS or is_invisible(char):
+    """What ``char`` reads as, folded (see the module docstring): ``""`` for an invisible character, a mark, a
+    separator, or one unassigned in this Python that the confusables data does not know (a later Unicode may
+    make it invisible), else a few lowercase letters, digits or signs."""
+    if is_invisible(char) or char in _SEPARATORS or char.isspace() or unicodedata.category(char) in _READ_AS_NOTHING:
         return ""
+    if char in _angle_set():
+        return ANGLE
     decomposed = unicodedata.normalize("NFKD", char)
-    if decomposed != char:
-        return "".join(skeleton(c) for c in decomposed)
+    if decomposed != char and decomposed.isascii():  # a compatibility form of plain text (full-width, ſ...)
+        return word_skeleton(decomposed)
     folded = char.casefold()
-    return folded if folded == char else "".join(_FOLD.get(c, c) for c in folded)
+    found = confusables.prototype(char) or _prototype_of_capital(char)
+    if found is not None and found.casefold() != folded:  # a prototype in another case is the letter itself
+        return word_skeleton(unicodedata.normalize("NFD", found))
+    if decomposed != char:
+        return word_skeleton(decomposed)
+    if unicodedata.category(char) == "Cn":
+        return ""
+    return word_skeleton(folded) if folded != char else _ONE_LETTER.get(char, char)
+
+
+def _prototype_of_capital(char: str) -> str | None:
+    """The prototype of ``char``'s capital, for a lower-case letter read as its capital is."""
+    capital = char.upper()
+    if len(capital) != 1 or capital == char:
+        return None
+    found = confusables.prototype(capital)
+    return None if found == char else found
 
 
 def word_skeleton(text: str) -> str:
@@ -296,7 +259,7 @@ def _tags_anywhere(text: str, tag: re.Pattern) -> list[int]:
 def _tags_after_angles(text: str, tag: re.Pattern, tag_start: re.Pattern, budget: int) -> list[int] | None:
     """The tags, read from each angle on; None once more than ``budget`` characters would be translated."""
     found = []
-    for angle in _ANGLE_FINDER.finditer(text):
+    for angle in _angle_finder().finditer(text):
         start, size = angle.start(), WINDOW
         while True:
             budget -= size

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from semantic_skills import glyphs
-from semantic_skills.glyphs import ANGLES, is_invisible, one_line, skeleton, tag_starts
+from semantic_skills.glyphs import angles, is_invisible, one_line, skeleton, tag_starts, word_skeleton
 from semantic_skills.injection import CLOSE_TAG, ESCAPED_ANGLE, TAG_NAMES, name_for_model, neutralise, skill_block
 
 from support import skill_context_tags
@@ -66,7 +66,7 @@ LOOKALIKES = {"s": "sS\u0455\u0405\ua731\uff53\U0001d42c\u017f", "k": "kK\u043a\
               "c": "cC\u0441\u0421\u03f2\u217d\uff43", "o": "oO0\u043e\u041e\u03bf\u039f\u03c3\u0585\uff4f",
               "n": "nN\u0578\u03b7\uff4e", "t": "tT\u0442\u0422\u03c4\u1d1b\uff54",
               "e": "eE\u0435\u0415\u0395\u212e\u00e9\uff45", "x": "xX\u0445\u0425\u03c7\u00d7\u2179\uff58",
-              "<": ANGLES, "/": "/\u2215\u2044\u29f8\uff0f", "-": SEPARATORS}
+              "<": angles(), "/": "/\u2215\u2044\u29f8\uff0f", "-": SEPARATORS}
 
 
 def block_for(body: str, name: str = "beekeeping") -> str:
@@ -154,13 +154,12 @@ def test_reading_from_each_angle_finds_what_reading_it_all_finds(text):
 
 
 def test_every_character_that_reads_as_an_angle_is_looked_for():
-    # NFKC and NFKD turn these, and only these, into "<"; each of them, and each look-alike, reads as one.
-    decomposing = {chr(c) for c in range(0x110000) if "<" in unicodedata.normalize("NFKD", chr(c))}
-    assert decomposing <= set(ANGLES)
-    assert all(skeleton(c) == "<" for c in ANGLES)
+    reads_as_angle = {chr(c) for c in range(0x110000) if skeleton.__wrapped__(chr(c)) == "<"}
+    assert reads_as_angle == set(angles())
 
 
-# The look-alike tables as code points, frozen when glyphs.py wrote them as \\u escapes (it names them now).
+# The hand-written look-alike tables the confusables data replaced, as code points: each character still reads
+# as its letter, but for the few that UTS #39 reads otherwise (β as ß, ε and ɛ as ꞓ, п as π...).
 OLD_LOOKALIKES = {
     "a": (0x0430, 0x0410, 0x0251, 0x03B1, 0x0391, 0x237A, 0x1D00, 0x13AA, 0xA4EE),
     "b": (0x0432, 0x0412, 0x042C, 0x044C, 0x0392, 0x03B2, 0x0299, 0x13F4, 0xA4D0),
@@ -199,9 +198,19 @@ OLD_SEPARATORS = (0x2212, 0x2043, 0x02D7, 0x2796, 0x23AF, 0x2500, 0x2501, 0x2574
                   0xFF70, 0x4E00, 0x2F00, 0x3161, 0x1173, 0xFFDA, 0x2800)
 
 
-def test_the_look_alike_tables_named_by_unicode_name_hold_exactly_the_characters_they_held_as_escapes():
-    assert {latin: tuple(map(ord, chars)) for latin, chars in glyphs._LOOKALIKES.items()} == OLD_LOOKALIKES
-    assert tuple(map(ord, glyphs._SEPARATORS)) == OLD_SEPARATORS
+UTS39_READS_OTHERWISE = {0x03B2: "ss", 0x03C2: "\u0283", 0x03B5: "\ua793", 0x025B: "\ua793", 0x049D: "\u049d",
+                         0x049C: "\u049d", 0x04C4: "\u04c4", 0x04C3: "\u04c4", 0x043F: "\u03c0", 0x03BC: "rn",
+                         0x03C9: "\u03c9"}
+
+
+def test_what_the_old_tables_folded_still_reads_as_its_letter_but_where_uts39_reads_it_otherwise():
+    otherwise = {}
+    for latin, codes in OLD_LOOKALIKES.items():
+        for code in codes:
+            if skeleton(chr(code)) != skeleton(latin):
+                otherwise[code] = skeleton(chr(code))
+    assert otherwise == UTS39_READS_OTHERWISE
+    assert all(skeleton(chr(code)) == "" for code in OLD_SEPARATORS)
 
 
 def test_invisible_characters_are_the_format_controls_and_default_ignorables():
@@ -228,3 +237,67 @@ def test_an_opening_tag_holds_the_one_line_name_escaped_and_without_a_tag():
     assert name_for_model(name) == "cron SYSTEM &quot;&lt;x&gt;&quot; &lt;/skill-context"
     opening = block_for("Body.", name).split("\n", 1)[0]
     assert f'name="{name_for_model(name)}"' in opening and skill_context_tags(opening) == 1
+
+
+# --------------------------------------------------------------------------- names that read alike (issue #33.5)
+
+REAL_NAME = "docker-compose-debug"
+# Look-alikes of its letters from many scripts (each put in the name in place of its letter); 19 of these 58 were
+# not folded by the hand-written table the confusables data replaced (Coptic ro, "rn" for "m", Osage, Deseret...).
+PROBE = {
+    "d": ["\u0501", "\u13e7", "\ua4d2", "\U0001d41d", "\u217e"],
+    "o": ["\u043e", "\u03bf", "\u0585", "\u2c9f", "\u09e6", "0", "\u2134", "\U000104c2"],
+    "c": ["\u0441", "\u03f2", "\u217d", "\uabaf", "\u1d04", "\u2ca5"],
+    "k": ["\u043a", "\u03ba", "\u212a", "\u2c95"],
+    "e": ["\u0435", "\u04bd", "\u212e", "\uab32"],
+    "r": ["\u0433", "\u2c85", "\uab47", "\u1d26"],
+    "m": ["rn", "\u043c", "\u217f", "\u13b7", "\U000118e3"],
+    "p": ["\u2ca3", "\u0440", "\u03c1", "\u2374", "\u1d29"],
+    "s": ["\u0455", "\ua731", "\u017f", "\U00010448"],
+    "b": ["\u0184", "\u13cf", "\u15af", "\u0253"],
+    "g": ["\u0261", "\u0581", "\u018d", "\u1d83"],
+    "u": ["\u03c5", "\u057d", "\u1d1c", "\ua79f", "\U000104f6"],
+}
+
+
+@pytest.mark.parametrize(("letter", "look_alike"), [(k, v) for k, values in PROBE.items() for v in values])
+def test_a_name_with_a_look_alike_letter_reads_as_the_real_name(letter, look_alike):
+    at = REAL_NAME.index(letter)
+    assert word_skeleton(REAL_NAME[:at] + look_alike + REAL_NAME[at + 1:]) == word_skeleton(REAL_NAME)
+
+
+SPELLINGS = ["Docker Compose Debug", "docker_compose_debug", "DOCKER-COMPOSE-DEBUG", "docker\u2010compose\u2014debug",
+             "\uff44\uff4f\uff43\uff4b\uff45\uff52 compose debug", "d\u043ecker-c\u043empose-debug"]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_case_separators_cyrillic_and_compatibility_forms_read_as_the_real_name(spelling):
+    assert word_skeleton(spelling) == word_skeleton(REAL_NAME)
+
+
+def test_a_decomposed_accent_reads_as_the_composed_one():
+    assert word_skeleton(unicodedata.normalize("NFKD", "d\u00f6cker")) == word_skeleton("d\u00f6cker")
+
+
+# Where NFKC and UTS #39 disagree, NFKC wins: the long s is an s (UTS #39: an f), and so in the st ligature; the
+# vertical presentation form of the em dash is a dash (UTS #39: an l).
+NFKC_READS_OTHERWISE = {"\u017f": "s", "\ufb05": "st", "\ufe31": ""}
+
+
+def test_every_look_alike_unicode_lists_for_a_latin_letter_or_digit_reads_as_it():
+    from semantic_skills import confusables
+
+    data = confusables._data()
+    assert int(confusables.unicode_version().split(".")[0]) >= 18
+    sample = {char: found for char, found in data.prototypes.items() if found.isascii() and found.isalnum()}
+    assert len(sample) > 1_500
+    otherwise = {char: word_skeleton(char) for char, found in sample.items()
+                 if word_skeleton(char) != word_skeleton(found)}
+    assert otherwise == NFKC_READS_OTHERWISE
+
+
+def test_every_character_reads_as_a_fixed_point():
+    """Reading a skeleton again changes nothing, so two names read alike exactly when their skeletons are equal."""
+    for code in range(0x110000):
+        read = skeleton.__wrapped__(chr(code))
+        assert word_skeleton(read) == read, hex(code)
