@@ -24,7 +24,7 @@ from .index.diff import IndexDiff, parsed_records
 from .index.manifest import Manifest, SkillRecord
 from .index.store import build_lock, load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings
-from .skills.discovery import SkillsRoot, SkippedFile, discover_skills
+from .skills.discovery import Discovery, SkillsRoot, SkippedFile, discover_skills
 from .skills.names import Duplicate, NameConflict
 from .skills.parsing import NAMING, Skill
 
@@ -110,8 +110,11 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     root_paths = [str(r.path) for r in roots]
     root_kinds = {str(r.path): r.kind for r in roots if r.kind}
     same_roots = old is not None and old.roots == root_paths and old.root_kinds == root_kinds
-    # Parsed skills are reused only under the same roots: a skill's category depends on its root.
-    found = _discover(roots, old if reusable and same_roots else None, report)
+    # Parsed skills are reused only under the same roots: a skill's category depends on its root. The order in
+    # which names that read alike were claimed is the previous index's, whatever else changed (see look_alikes).
+    earlier = old.earlier_claims() if old is not None else {}
+    discovery = _discover(roots, old if reusable and same_roots else None, earlier, report)
+    found = discovery.skills
     diff = IndexDiff.of(found, old.skills if old is not None else ())
     kept = {s.path: (r.row_start, r.row_count) for r, s in diff.unchanged()} if reusable else {}
     to_embed = [s for s in found if s.path not in kept]
@@ -121,7 +124,8 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     report.unchanged = len(kept)
 
     same_order = list(diff.records) == [s.path for s in found]
-    if reusable and not to_embed and not report.removed and same_order and same_roots and old.naming == NAMING:
+    same_names = old is not None and old.naming == NAMING and old.look_alikes == discovery.look_alikes
+    if reusable and not to_embed and not report.removed and same_order and same_roots and same_names:
         remove_stale_files(index_dir, keep={old.vectors_file})  # what a crashed build left
         return
 
@@ -135,7 +139,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
             (str(index_dir), f"the embedder now returns {identity.dimension}-d vectors; re-embedding every skill")
         )
         # Reused skills carry no body (see discover_skills' reuse), so parse them again.
-        reparsed = [s for s in discover_skills(roots).skills if s.path in kept]
+        reparsed = [s for s in discover_skills(roots, earlier=earlier).skills if s.path in kept]
         identity, more = embedding(reparsed)
         vectors_by_path.update(more)
         report.updated.extend(s.name for s in reparsed)
@@ -146,6 +150,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
         vectors_by_path[path] = old_vectors[start : start + count]
     manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, root_paths, root_kinds,
                                   old.router if reusable else {})
+    manifest.look_alikes = discovery.look_alikes
     write_index(index_dir, manifest, vectors)
     report.wrote = True
 
@@ -164,13 +169,13 @@ def _previous_index(index_dir: Path, report: BuildReport) -> tuple[Manifest | No
         return None, None
 
 
-def _discover(roots: list[SkillsRoot], reusable: Manifest | None, report: BuildReport) -> list[Skill]:
-    """The skills under ``roots`` (reusing the parsed records of ``reusable``); what was left out goes to
-    ``report``."""
-    found = discover_skills(roots, parsed_records(reusable))
+def _discover(roots: list[SkillsRoot], reusable: Manifest | None, earlier: dict, report: BuildReport) -> Discovery:
+    """The skills under ``roots`` (reusing the parsed records of ``reusable``, names that read alike settled by the
+    ``earlier`` claims); what was left out goes to ``report``."""
+    found = discover_skills(roots, parsed_records(reusable), earlier)
     report.skipped, report.duplicates, report.conflicts = found.skipped, found.duplicates, found.conflicts
     report.warnings.extend((s.path, w) for s in found.skills for w in s.warnings)
-    return found.skills
+    return found
 
 
 def _assemble(skills: list[Skill], vectors_by_path: dict[str, np.ndarray], kept_terms: dict[str, str],

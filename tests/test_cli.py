@@ -256,21 +256,18 @@ def test_status_reports_the_embedder_and_what_changed_on_disk(indexed):
     assert "run `semantic-skills build`" in text
 
 
-def test_status_names_the_files_a_name_conflict_leaves_out_and_the_fix(indexed):
+def test_status_names_the_look_alike_a_name_conflict_leaves_out_and_the_fix(indexed):
     skills_dir, index_dir = indexed
-    look_alike = write_skill(skills_dir, "zz/look-alike", "---\nname: csv-c1eanup\n---\n")  # 1 for l
+    look_alike = write_skill(skills_dir, "aa/look-alike", "---\nname: csv-c1eanup\n---\n")  # 1 for l, path first
 
     status = last_json(cli("status", "--index-dir", index_dir, "--json").stdout)
 
     real = skills_dir / "data" / "csv-cleanup" / "SKILL.md"
-    assert status["new"] == status["deleted"] == []
-    assert status["left_out"] == ["csv-cleanup"] and status["up_to_date"] is False
-    assert [c["left_out"] for c in status["conflicts"]] == [[str(real), str(look_alike)]]
+    assert status["new"] == status["deleted"] == status["left_out"] == []  # the skill routed first keeps the name
+    assert [c["left_out"] for c in status["conflicts"]] == [[str(look_alike)]]
     text = cli("status", "--index-dir", index_dir).stdout.splitlines()
-    assert "left out for their names since the build (1): csv-cleanup" in text
-    assert text[-1] == (f'not routed, for its name: {real}, {look_alike} (names that read alike ("csv-cleanup", '
-                        '"csv-c1eanup"): neither a reader nor the model can tell which is meant; rename all but one '
-                        "so they read differently)")
+    assert text[-1] == (f'not routed, for its name: {look_alike} ("csv-c1eanup" reads as "csv-cleanup" ({real}), '
+                        "which keeps that name: rename this skill so that its name reads differently)")
 
 
 TITLE_AND_RETURN = "\x1b]0;pwned\x07\r"  # sets the terminal's window title, then overwrites the line

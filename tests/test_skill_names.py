@@ -96,7 +96,7 @@ def test_without_a_name_line_the_folder_names_the_skill_as_in_the_agent(tmp_path
 # --------------------------------------------------------------------------- names that read alike
 
 
-def test_names_that_read_alike_are_all_left_out_and_reported(tmp_path):
+def test_of_names_that_read_alike_one_is_routed_and_the_others_are_left_out_with_the_fix(tmp_path):
     latin = write_skill(tmp_path, "a/gold", "---\nname: gold\n---\n")
     capital_i = write_skill(tmp_path, "b/gold-twin", "---\nname: goId\n---\n")  # a capital I for the l
     cyrillic = write_skill(tmp_path, "c/gold-cyrillic", "---\nname: g\u043eld\n---\n")
@@ -104,11 +104,13 @@ def test_names_that_read_alike_are_all_left_out_and_reported(tmp_path):
 
     found = discover(SkillsRoot(tmp_path))
 
-    assert [s.name for s in found.skills] == ["silver"]
-    assert [(c.left_out, c.reason) for c in found.conflicts] == [(
-        (str(latin), str(capital_i), str(cyrillic)),
-        'names that read alike ("gold", "goId", "g\u043eld"): neither a reader nor the model can tell which is '
-        "meant; rename all but one so they read differently")]
+    assert [s.name for s in found.skills] == ["gold", "silver"]  # new to an index: the first path keeps it
+    assert [(c.left_out, c.reason) for c in found.conflicts] == [
+        ((str(left_out),), f'"{name}" reads as "gold" ({latin}), which keeps that name: rename this skill so that '
+                           "its name reads differently")
+        for left_out, name in ((capital_i, "goId"), (cyrillic, "g\u043eld"))]
+    assert [[claim.path for claim in group] for group in found.look_alikes] == [
+        [str(latin), str(capital_i), str(cyrillic)]]
 
 
 # --------------------------------------------------------------------------- the name skill_view loads
@@ -180,8 +182,8 @@ def test_the_skill_routed_under_each_name_is_the_one_hermes_skill_view_loads(her
     left_out = {Path(path).parent.name for c in found.conflicts for path in c.left_out}
 
     assert routed == {"by-folder": str(root / "misc/by-folder/SKILL.md"),
-                      "alias": str(root / "c/alias-folder/SKILL.md")}
-    assert left_out == {"plain", "look", "twice", "other"}  # "plain" and "pIain" read alike: neither is routed
+                      "alias": str(root / "c/alias-folder/SKILL.md"), "pIain": str(root / "e/look/SKILL.md")}
+    assert left_out == {"plain", "twice", "other"}  # "plain" reads as "pIain", whose path comes first
     for name, path in routed.items():
         loaded = json.loads(skill_view(name))
         assert loaded["success"] and Path(path).read_text().split("\n")[-2] in loaded["content"]

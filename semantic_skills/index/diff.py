@@ -54,5 +54,5 @@ class IndexDiff:
 
 def diff_with_disk(manifest: Manifest) -> IndexDiff:
     """The skills now under the index's own roots against its records."""
-    found = discover_skills(manifest.skills_roots(), parsed_records(manifest))
+    found = discover_skills(manifest.skills_roots(), parsed_records(manifest), manifest.earlier_claims())
     return IndexDiff.of(found.skills, manifest.skills, found.conflicts)

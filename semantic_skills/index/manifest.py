@@ -9,6 +9,7 @@ from pathlib import Path
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
+from ..skills.look_alikes import Claim, earlier_claims
 from ..skills.parsing import Conditions, Skill, offer_conditions, skill_name
 from . import MANIFEST
 
@@ -96,6 +97,7 @@ class Manifest:
     vectors_sha256: str = ""  # empty in indexes built before checksums were recorded
     root_kinds: dict[str, str] = field(default_factory=dict)  # root -> EXTERNAL or PROJECT; absent roots are local
     naming: str = ""  # parsing.NAMING when built; older indexes named skills otherwise
+    look_alikes: list[tuple[Claim, ...]] = field(default_factory=list)  # names that read alike, in claim order
 
     def as_dict(self) -> dict:
         return {
@@ -110,6 +112,7 @@ class Manifest:
             "vectors": {"file": self.vectors_file, "rows": self.rows, "sha256": self.vectors_sha256},
             "router": self.router,
             "skills": [s.as_dict() for s in self.skills],
+            "look_alikes": [[{"path": c.path, "name": c.name} for c in group] for group in self.look_alikes],
         }
 
     @classmethod
@@ -131,7 +134,23 @@ class Manifest:
             vectors_sha256=str(vectors.get("sha256") or ""),
             root_kinds={str(k): str(v) for k, v in (data.get("root_kinds") or {}).items()},
             naming=str(data.get("naming") or ""),
+            look_alikes=[tuple(Claim(str(c["path"]), str(c["name"])) for c in group)
+                         for group in data.get("look_alikes") or ()],
         )
+
+    def earlier_claims(self) -> dict[str, list[Claim]]:
+        """The claims this index records to the way names read, by reading, earliest first (see
+        ``skills.look_alikes``)."""
+        return earlier_claims(self.look_alikes, (Claim(record.path, record.name) for record in self.skills))
+
+    def left_out_look_alikes(self) -> list[tuple[Claim, Claim]]:
+        """Each skill this index left out because its name reads as a routed one's, with that routed skill."""
+        routed = {record.path for record in self.skills}
+        pairs = []
+        for group in self.look_alikes:
+            first = next((i for i, claim in enumerate(group) if claim.path in routed), None)
+            pairs += [(claim, group[first]) for claim in group[first + 1:]] if first is not None else []
+        return pairs
 
     def skills_roots(self) -> list[SkillsRoot]:
         """The roots this index was built from, each with its kind (older indexes: external if its skills are)."""

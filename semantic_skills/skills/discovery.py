@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..files import read_regular_file
+from .look_alikes import Claim
 from .names import Duplicate, NameConflict, Placed, resolve_names
 from .parsing import Skill, SkillFileError, parse_skill
 
@@ -70,12 +71,14 @@ class SkippedFile:
 
 @dataclass
 class Discovery:
-    """Everything discovery found: the skills routed under their names, and what was left out."""
+    """Everything discovery found: the skills routed under their names, what was left out, and the groups of names
+    that read alike in claim order (for the index to record: see ``look_alikes``)."""
 
     skills: list[Skill] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     duplicates: list[Duplicate] = field(default_factory=list)
     conflicts: list[NameConflict] = field(default_factory=list)
+    look_alikes: list[tuple[Claim, ...]] = field(default_factory=list)
 
 
 def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> Iterator[Path]:
@@ -226,14 +229,17 @@ def in_quarantine(path: str | Path) -> bool:
 def discover_skills(
     roots: Iterable[SkillsRoot],
     reuse: dict[tuple[str, str], Skill] | None = None,
+    earlier: dict[str, list[Claim]] | None = None,
 ) -> Discovery:
     """Find and parse every skill under ``roots``, each routed under its name only if that name loads it.
 
     Earlier roots win name clashes across tiers of roots (see
     :mod:`~semantic_skills.skills.names`: as in the agent); the losers are
     reported as duplicates, and names no skill or several answer to as
-    conflicts. ``reuse`` maps ``(path, content_hash)`` to an already-parsed
-    skill, which is returned as is instead of re-parsed.
+    conflicts, as are names that read like one routed earlier (``earlier``:
+    the claims an index recorded, see :mod:`~semantic_skills.skills.look_alikes`).
+    ``reuse`` maps ``(path, content_hash)`` to an already-parsed skill, which
+    is returned as is instead of re-parsed.
     """
     found = Discovery()
     placed: list[Placed] = []
@@ -258,5 +264,7 @@ def discover_skills(
                 found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}"))
                 continue
             placed.append(Placed(skill, tier, str(root_path)))
-    found.skills, found.duplicates, found.conflicts = resolve_names(placed)
+    resolved = resolve_names(placed, earlier)
+    found.skills, found.duplicates, found.conflicts = resolved.skills, resolved.duplicates, resolved.conflicts
+    found.look_alikes = resolved.look_alikes
     return found

@@ -6,9 +6,9 @@ root in turn, then the external roots); within that tier one skill wins alone,
 byte-identical copies under one root go to the shallowest, and anything else
 is ambiguous: the agent refuses to choose. A skill is routed under its name
 only when that name loads it, so the name a block gives is the file the agent
-opens. Names that read alike (the same :func:`glyphs.word_skeleton`: case,
-look-alike letters, spaces, dashes and underscores aside) are not routed
-either: neither a reader nor the model can tell which one is meant.
+opens. Of the names that read alike (the same :func:`glyphs.word_skeleton`:
+case, look-alike letters, spaces, dashes and underscores aside) only the one
+that was routed under that reading first is routed: see ``look_alikes``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..glyphs import visible, word_skeleton
+from ..glyphs import visible
+from .look_alikes import Claim, settle
 from .parsing import Skill
 
 
@@ -50,9 +51,20 @@ class NameConflict:
     reason: str
 
 
-def resolve_names(placed: list[Placed]) -> tuple[list[Skill], list[Duplicate], list[NameConflict]]:
-    """The skills routed under their names (in the order found), the duplicates left to a skill of an
-    earlier tier, and the conflicts that leave skills out."""
+@dataclass
+class Resolved:
+    """The skills routed under their names (in the order found), the duplicates left to a skill of an earlier tier,
+    the conflicts that leave skills out, and the groups of names that read alike, in claim order (see
+    ``look_alikes``)."""
+
+    skills: list[Skill]
+    duplicates: list[Duplicate]
+    conflicts: list[NameConflict]
+    look_alikes: list[tuple[Claim, ...]]
+
+
+def resolve_names(placed: list[Placed], earlier: dict[str, list[Claim]] | None = None) -> Resolved:
+    """Which skill each name routes to; ``earlier`` holds the claims an index recorded (``look_alikes``)."""
     by_name: dict[str, list[Placed]] = {}
     by_folder: dict[str, list[Placed]] = {}
     for entry in placed:
@@ -67,11 +79,11 @@ def resolve_names(placed: list[Placed]) -> tuple[list[Skill], list[Duplicate], l
             duplicates += [Duplicate(name, winner.skill.path, e.skill.path) for e in named if e is not winner]
         else:
             conflicts.append(_unloadable(name, named, answering, winner))
-    kept = [e.skill for e in placed if e.skill.path in loaded]
-    look_alikes = _read_alike(kept)
-    conflicts += look_alikes
-    left_out = {path for conflict in look_alikes for path in conflict.left_out}
-    return [s for s in kept if s.path not in left_out], duplicates, conflicts
+    settled = settle([e for e in placed if e.skill.path in loaded], earlier or {})
+    conflicts += [_read_alike(entry, routed) for entry, routed in settled.left_out]
+    left_out = {entry.skill.path for entry, _routed in settled.left_out}
+    skills = [e.skill for e in placed if e.skill.path in loaded and e.skill.path not in left_out]
+    return Resolved(skills, duplicates, conflicts, settled.groups)
 
 
 def _loaded_by(answering: list[Placed]) -> Placed | None:
@@ -102,15 +114,7 @@ def _unloadable(name: str, named: list[Placed], answering: list[Placed], winner:
                                   "between them: rename all but one")
 
 
-def _read_alike(skills: list[Skill]) -> list[NameConflict]:
-    """One conflict for each set of different names that read alike, leaving all their skills out."""
-    by_look: dict[str, list[Skill]] = {}
-    for skill in skills:
-        by_look.setdefault(word_skeleton(skill.name), []).append(skill)
-    return [NameConflict(tuple(s.path for s in group), f"names that read alike ({_quoted(group)}): neither a reader "
-                         "nor the model can tell which is meant; rename all but one so they read differently")
-            for group in by_look.values() if len(group) > 1]
-
-
-def _quoted(skills: list[Skill]) -> str:
-    return ", ".join(f'"{visible(skill.name)}"' for skill in skills)
+def _read_alike(entry: Placed, routed: Placed) -> NameConflict:
+    return NameConflict((entry.skill.path,), f'"{visible(entry.skill.name)}" reads as "{visible(routed.skill.name)}" '
+                                             f"({routed.skill.path}), which keeps that name: rename this skill so "
+                                             "that its name reads differently")
