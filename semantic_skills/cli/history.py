@@ -25,7 +25,8 @@ def history(since, as_json):
     injected skills; near misses (nothing injected but just under a hint's
     thresholds, or a hint just under the whole skill's); the slowest routes;
     and whether `calibrate` on your own labelled messages would help, with
-    how to run it. The record is
+    how to run it; first, any skill the index leaves out because its name
+    reads as another skill's, with the fix. The record is
     decisions.jsonl in the Hermes home's semantic-skills folder (see docs/configuration.md:
     record_decisions, record_message_text, record_max_bytes). Run it as
     `hermes semantic-skills history` for the Hermes home (profile) Hermes uses.
@@ -45,16 +46,39 @@ def history(since, as_json):
     summary.update(record=str(path), recording=settings.record_decisions, since=since,
                    config=str(defaults.config_file()),
                    files=[str(f) for f in contents.files], damaged_lines=contents.damaged_lines,
-                   cut_files=[str(f) for f in contents.cut_files], unreadable=contents.unreadable)
+                   cut_files=[str(f) for f in contents.cut_files], unreadable=contents.unreadable,
+                   not_routed=_not_routed())
     if as_json:
         echo_json(summary)
         return
+    _echo_not_routed(summary["not_routed"])
     _echo_record_state(summary)
     if summary["decisions"]:
         _echo_counts(summary)
         _echo_skills(summary)
         _echo_slowest(summary)
         _echo_calibrate(summary)
+
+
+def _not_routed() -> list[dict]:
+    """The skills the home's index leaves out because each one's name reads as a routed skill's (see
+    skills/look_alikes.py); none without a readable index."""
+    from ..errors import SemanticSkillsError
+    from ..index.manifest import read_manifest
+
+    try:
+        left_out = read_manifest(defaults.index_dir(None)).left_out_look_alikes()
+    except SemanticSkillsError:
+        return []
+    return [{"name": skill.name, "path": skill.path, "reads_as": kept.name, "kept_by": kept.path}
+            for skill, kept in left_out]
+
+
+def _echo_not_routed(not_routed: list[dict]) -> None:
+    for skill in not_routed:
+        echo(f'Not routed, for its name: {skill["path"]} ("{skill["name"]}" reads as "{skill["reads_as"]}" '
+             f'({skill["kept_by"]}), which keeps that name): rename it so that its name reads differently, then run '
+             f"`{command('build')}`")
 
 
 def _echo_record_state(summary: dict) -> None:

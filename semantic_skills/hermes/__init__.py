@@ -25,7 +25,7 @@ import logging
 import sys
 
 ROUTING_HOOKS = ("pre_gateway_dispatch", "pre_llm_call")
-HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "on_skill_lifecycle")
+HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "transform_tool_result", "on_skill_lifecycle")
 
 
 def register(ctx) -> None:

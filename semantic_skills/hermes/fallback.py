@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from ..files import read_regular_file
 from ..index import MANIFEST
 from ..skills.discovery import discover_skills
+from ..skills.look_alikes import Claim, earlier_claims, groups_from_json
 from ..skills.words import match_by_words
 from ..worker.protocol import FAILED, WAITING_FOR_INDEX
 from .config import hermes_command
@@ -66,10 +67,24 @@ def library_is_empty(rt: PluginRuntime) -> bool:
     return isinstance(data, dict) and data.get("skills") == []
 
 
+MAX_MANIFEST_BYTES = 256 * 1024 * 1024
+
+
+def recorded_claims(rt: PluginRuntime) -> dict[str, list[Claim]]:
+    """The order in which the home's index records names that read alike were claimed (see
+    ``skills.look_alikes``), read from its manifest as JSON (no numpy in Hermes' process); none without one."""
+    try:
+        data = json.loads(read_regular_file(rt.index_dir / MANIFEST, MAX_MANIFEST_BYTES))
+        routed = [Claim(str(record["path"]), str(record["name"])) for record in data["skills"]]
+        return earlier_claims(groups_from_json(data.get("look_alikes") or []), routed)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
 def search_by_words(rt: PluginRuntime, query: str, limit: int, offer: Offer) -> dict:
     """``search_skills``' answer from the skill files, shaped as the worker's (``results``, ``best`` with its body)."""
     roots = scanned_roots(rt.home, rt.config())
-    offered = [skill for skill in discover_skills(roots).skills
+    offered = [skill for skill in discover_skills(roots, earlier=recorded_claims(rt)).skills
                if offer.hidden_by(skill) is None and not session_dependent(skill, roots)]
     found = match_by_words(offered, query, limit)
     results = [{"name": skill.name, "description": skill.description, "score": round(score, 4)}

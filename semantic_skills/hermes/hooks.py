@@ -26,7 +26,9 @@ finished it: the gateway hook for what it decided (a queue put on the loop),
 ``post_tool_call`` (a ``skill_manage`` call, every Hermes) and
 ``on_skill_lifecycle`` (Hermes 0.21+: a skill created, edited, installed or
 archived) ask the routing worker to bring the index up to date, so a skill the
-agent just wrote can be injected from the next message on.
+agent just wrote can be injected from the next message on; and
+``transform_tool_result`` tells the agent, in that call's result, when the
+skill it wrote is left out because its name reads as a routed skill's.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..injection import SkillBlock, inject
 from ..limits import MAX_MESSAGE_CHARS
 from ..worker.pending import result_within
 from ..worker.protocol import FAILED, TIMEOUT, WAITING_FOR_INDEX, Reply, status_for_state
-from . import record
+from . import names_note, record
 from .budget import AGENT_ANSWER_TIMEOUT_SECONDS, Deadline
 from .host.gateway import authorized, awaiting_answer
 from .host.session import current_session_key, peek_session_id, session_key, session_lookup
@@ -163,6 +165,12 @@ def post_tool_call(rt: PluginRuntime, tool_name=None, **_) -> None:
     """After ``skill_manage`` (create, edit, patch, delete, write_file, remove_file): re-index."""
     if tool_name == SKILL_MANAGE:
         rt.reindex()
+
+
+def transform_tool_result(rt: PluginRuntime, tool_name=None, result=None, **_) -> str | None:
+    """After ``skill_manage`` wrote a skill whose name reads as a routed skill's: the result says it is left out
+    of routing, and the fix (see names_note.py); None leaves every other result as it is."""
+    return names_note.skill_manage_note(rt, result) if tool_name == SKILL_MANAGE else None
 
 
 def on_skill_lifecycle(rt: PluginRuntime, action=None, **_) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ..decision_log import DecisionLog
 from ..logs import OnceLogger
+from ..threads import LazyThread
 from ..worker.client import RouterClient
 from .budget import Deadline, route_timeout
 from .config import (
@@ -160,7 +161,22 @@ def get_runtime(home: Path | None = None, start: bool = True) -> PluginRuntime:
             runtime = _runtimes[home] = PluginRuntime(home)
     if start:
         runtime.client.start()  # idempotent, and a no-op once the client is closed
+        _glyph_data.start()
     return runtime
+
+
+def _load_glyph_data() -> None:
+    """Read the confusables data the tag neutraliser folds with (tens of milliseconds, once per process) before a
+    hook first needs it, on a thread of its own rather than on the gateway's event loop."""
+    from ..glyphs import angles
+
+    try:
+        angles()
+    except Exception:  # noqa: BLE001 - the first tag scan meets the same fault, and reports it where it happens
+        pass
+
+
+_glyph_data = LazyThread(_load_glyph_data, "semantic-skills-glyphs")
 
 
 def current_runtime() -> PluginRuntime | None:

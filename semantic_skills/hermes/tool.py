@@ -11,6 +11,7 @@ from .budget import AGENT_ANSWER_TIMEOUT_SECONDS
 from .config import hermes_command
 from .fallback import routing_problem, search_by_words
 from .host.session import current_platform
+from .names_note import search_note
 from .prompt.stub import SEARCH_TOOL
 from .runtime import PluginRuntime
 
@@ -62,8 +63,8 @@ def search_skills(rt: PluginRuntime, args: dict, **_) -> str:
             extra = {"matched": WORD_SEARCH, "note": _why_by_words(rt, reply)}
         results = [marked for result in found.get("results", []) if (marked := _marked(result, offer.pinned))]
         return json.dumps({"query": query, "results": results,
-                           "best": _best(found.get("best"), settings.max_tool_chars, offer.pinned), **extra},
-                          ensure_ascii=False)
+                           "best": _best(found.get("best"), settings.max_tool_chars, offer.pinned), **extra,
+                           **search_note(found)}, ensure_ascii=False)
     except Exception as exc:  # noqa: BLE001 - a tool must answer, not raise
         return _error("error", f"search_skills failed: {type(exc).__name__}: {exc}")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, command
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
-from ..skills.look_alikes import Claim, earlier_claims
+from ..skills.look_alikes import Claim, earlier_claims, groups_from_json, groups_to_json, keeper
 from ..skills.parsing import Conditions, Skill, offer_conditions, skill_name
 from . import MANIFEST
 
@@ -112,7 +112,7 @@ class Manifest:
             "vectors": {"file": self.vectors_file, "rows": self.rows, "sha256": self.vectors_sha256},
             "router": self.router,
             "skills": [s.as_dict() for s in self.skills],
-            "look_alikes": [[{"path": c.path, "name": c.name} for c in group] for group in self.look_alikes],
+            "look_alikes": groups_to_json(self.look_alikes),
         }
 
     @classmethod
@@ -134,14 +134,18 @@ class Manifest:
             vectors_sha256=str(vectors.get("sha256") or ""),
             root_kinds={str(k): str(v) for k, v in (data.get("root_kinds") or {}).items()},
             naming=str(data.get("naming") or ""),
-            look_alikes=[tuple(Claim(str(c["path"]), str(c["name"])) for c in group)
-                         for group in data.get("look_alikes") or ()],
+            look_alikes=groups_from_json(data.get("look_alikes") or []),
         )
 
     def earlier_claims(self) -> dict[str, list[Claim]]:
         """The claims this index records to the way names read, by reading, earliest first (see
         ``skills.look_alikes``)."""
         return earlier_claims(self.look_alikes, (Claim(record.path, record.name) for record in self.skills))
+
+    def keeper_of(self, claim: Claim) -> Claim | None:
+        """The skill this index routes that keeps the way ``claim``'s name reads from it; None when none does (its
+        name reads like no routed one's, or it claimed that reading first)."""
+        return keeper(claim, self.earlier_claims(), {record.path for record in self.skills})
 
     def left_out_look_alikes(self) -> list[tuple[Claim, Claim]]:
         """Each skill this index left out because its name reads as a routed one's, with that routed skill."""

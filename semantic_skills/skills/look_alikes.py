@@ -23,14 +23,19 @@ A reading that no skill on disk holds is free again: nothing of it is kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable, Protocol
 
 from ..glyphs import word_skeleton
-
-if TYPE_CHECKING:
-    from .names import Placed
+from .parsing import Skill
 
 MAX_GONE = 4  # claims kept of skills no longer on disk, per reading (the earliest)
+
+
+class Placed(Protocol):
+    """A skill and the tier of the skills folder it was found in (``names.Placed``)."""
+
+    skill: Skill
+    tier: int
 
 
 @dataclass(frozen=True)
@@ -52,17 +57,41 @@ def earlier_claims(groups: Iterable[Iterable[Claim]], routed: Iterable[Claim]) -
     return by_reading
 
 
+def groups_from_json(groups) -> list[tuple[Claim, ...]]:
+    """The groups as an index stores them (lists of ``{"path", "name"}``); raises ValueError, KeyError or TypeError
+    for damaged ones."""
+    if not isinstance(groups, list):
+        raise ValueError("look_alikes is not a list")
+    return [tuple(Claim(str(claim["path"]), str(claim["name"])) for claim in group) for group in groups]
+
+
+def groups_to_json(groups: Iterable[Iterable[Claim]]) -> list[list[dict]]:
+    return [[{"path": claim.path, "name": claim.name} for claim in group] for group in groups]
+
+
+def keeper(claim: Claim, earlier: dict[str, list[Claim]], routed: set[str]) -> Claim | None:
+    """The routed skill (its path in ``routed``) whose earlier claim keeps ``claim``'s reading from it; None when
+    ``claim`` comes first or no routed skill reads so. A skill of the very same name is no look-alike: which of
+    two such skills is loaded follows the agent's tiers (see ``names``)."""
+    for earlier_claim in earlier.get(word_skeleton(claim.name), ()):
+        if earlier_claim.path == claim.path:
+            return None
+        if earlier_claim.path in routed:
+            return None if earlier_claim.name == claim.name else earlier_claim
+    return None
+
+
 @dataclass
 class Settled:
     """What reading alike decides: each skill left out with the one routed under its reading, and the groups the
     index records (in claim order: the claims of skills gone from disk, then the routed skill, then those left
     out)."""
 
-    left_out: list[tuple["Placed", "Placed"]]
+    left_out: list[tuple[Placed, Placed]]
     groups: list[tuple[Claim, ...]]
 
 
-def settle(kept: list["Placed"], earlier: dict[str, list[Claim]]) -> Settled:
+def settle(kept: list[Placed], earlier: dict[str, list[Claim]]) -> Settled:
     """Of each set of ``kept`` skills whose names read alike, the one routed and those left out."""
     by_reading: dict[str, list[Placed]] = {}
     for entry in kept:
@@ -77,7 +106,7 @@ def settle(kept: list["Placed"], earlier: dict[str, list[Claim]]) -> Settled:
     return settled
 
 
-def _claim_order(present: list["Placed"], claims: list[Claim]) -> tuple[list["Placed"], list[Claim]]:
+def _claim_order(present: list[Placed], claims: list[Claim]) -> tuple[list[Placed], list[Claim]]:
     """The skills reading one way in claim order, and the earlier claims of skills no longer among them."""
     by_path = {entry.skill.path: entry for entry in present}
     known = [by_path[claim.path] for claim in claims if claim.path in by_path]
@@ -86,7 +115,7 @@ def _claim_order(present: list["Placed"], claims: list[Claim]) -> tuple[list["Pl
     return known + new, claims[:min(first_present, MAX_GONE)]
 
 
-def _first_when_new(entry: "Placed") -> tuple[bool, int, str]:
+def _first_when_new(entry: Placed) -> tuple[bool, int, str]:
     """Skills new to the order: external skills folders first (the agent creates no skill there), then the
     earlier tier, then the path."""
     return not entry.skill.external, entry.tier, entry.skill.path

@@ -297,6 +297,11 @@ class RouterClient:
         """Ask the worker to bring its index up to date with the skills on disk (see protocol.py)."""
         return self.submit(protocol.REBUILD)
 
+    def claim(self, path: str, timeout: float) -> Reply:
+        """Whether the skill at ``path`` would be left out because its name reads as a routed skill's (see
+        protocol.py)."""
+        return result_within(self.submit(protocol.CLAIM, path=str(path)), timeout)
+
 
 def _close_quietly(pipe) -> None:
     try:

@@ -12,6 +12,7 @@ Requests arrive on stdin and are answered on stdout, in any order, matched by
     {"id": 2, "op": "search", "text": "...", "limit": 3, "exclude": [...], "inactive_environments": [...]}
     {"id": 3, "op": "ping"}
     {"id": 4, "op": "rebuild"}
+    {"id": 5, "op": "claim", "path": ".../SKILL.md"}
 
 ``exclude`` names the skills the host turns off for this message; ``floor``
 overrides the index's similarity floor; a skill whose ``environments:`` are
@@ -20,7 +21,9 @@ incremental build of the index from its own recorded roots: it runs on the
 worker's own thread a moment after the last such request (several skill
 changes make one build), never holds up routing, waits its turn if another
 build holds the index, and the rebuilt index is then swapped in as any
-rebuild is. Answers::
+rebuild is. ``claim`` asks whether the skill in that file (as it is now) would
+be left out because its name reads as a skill the index routes, which keeps
+that reading (see ``skills.look_alikes``). Answers::
 
     {"id": 1, "ok": true, "skill": "name" or null, "mode": "full" | "hint" | null, "score": 0.62, "reason": "...",
      "named": [{"name", "description", "version"}...], "version": "...", "body": "...", "omitted": 0,
@@ -28,9 +31,10 @@ rebuild is. Answers::
      "top": "name" or null, "similarity": 0.58 or null, "relative_gap": 0.41 or null, "relative_margin": 0.3 or null,
      "threshold": 0.38, "min_relative_gap": 0.27, "full_relative_gap": 0.31, "full_relative_margin": 0.20}
     {"id": 2, "ok": true, "results": [{"name", "description", "score"}...],
-     "best": {"name", "body", "omitted", "escaped"} or null}
+     "best": {"name", "body", "omitted", "escaped"} or null, "not_routed": [{"name", "reads_as"}...]}
     {"id": 3, "ok": true, "state": "ready", "detail": ""}
     {"id": 4, "ok": true}
+    {"id": 5, "ok": true, "name": "..." or null, "kept_by": {"name", "path"} or null}
     {"id": 1, "ok": false, "status": "index_missing" | "not_ready" | "error", "error": "..."}
 
 ``mode`` is "full" (the whole skill) or "hint" (a pointer) when ``skill`` is
@@ -46,7 +50,10 @@ the gate judged: ``top`` (the best-ranked skill), its ``similarity``,
 ``relative_gap`` and ``relative_margin`` (null when the gate did not run, e.g.
 for small talk) and the thresholds they were held to: ``threshold`` (the
 similarity floor) and ``min_relative_gap`` for any injection,
-``full_relative_gap`` and ``full_relative_margin`` for the whole skill.
+``full_relative_gap`` and ``full_relative_margin`` for the whole skill. A
+search answer's ``not_routed`` names the skills (at most
+``MAX_NOT_ROUTED``) the index leaves out because their names read as a routed
+skill's, and the name each reads as.
 
 Lines with an ``event`` key report the worker's state
 (``{"event": "state", "state", "detail", "skills", "backend", "gated"}``) or a
@@ -72,9 +79,11 @@ ROUTE = "route"
 SEARCH = "search"
 PING = "ping"
 REBUILD = "rebuild"
+CLAIM = "claim"
 
 DEFAULT_SEARCH_RESULTS = 3
 MAX_SEARCH_RESULTS = 10
+MAX_NOT_ROUTED = 5  # look-alikes a search answer names (the build, status and doctor name them all)
 
 # Worker states, as reported in ``state`` events.
 STARTING = "starting"

@@ -142,6 +142,8 @@ class RoutingWorker:
             if op == protocol.REBUILD:
                 self.rebuilder.request()
                 return {"ok": True}
+            if op == protocol.CLAIM:
+                return {"ok": True, **_claim(router.manifest, str(request.get("path") or ""))}
             text = str(request.get("text") or "")[:MAX_MESSAGE_CHARS]
             exclude = frozenset(str(n) for n in request.get("exclude") or ())
             inactive = request.get("inactive_environments")
@@ -180,7 +182,9 @@ class RoutingWorker:
         results = [{"name": c.name, "description": c.description, "score": round(c.score, 4)} for c in found]
         file = self._skill_file(found[0].path, router.manifest.roots) if found else None
         best = {"name": found[0].name, **_body_of(file)} if file is not None else None
-        return {"ok": True, "results": results, "best": best}
+        not_routed = [{"name": left_out.name, "reads_as": routed.name}
+                      for left_out, routed in router.manifest.left_out_look_alikes()[:protocol.MAX_NOT_ROUTED]]
+        return {"ok": True, "results": results, "best": best, **({"not_routed": not_routed} if not_routed else {})}
 
     def _skill_file(self, path: str, roots: list[str]) -> dict | None:
         """``{"body", "omitted", "escaped", "version"}`` of a SKILL.md named by the index, cached on the file's
@@ -221,6 +225,21 @@ class RoutingWorker:
         if len(self._bodies) > BODY_CACHE_SIZE:
             self._bodies.popitem(last=False)
         return wire
+
+
+def _claim(manifest, path: str) -> dict:
+    """The ``claim`` answer for the SKILL.md at ``path``: its name, and the routed skill that keeps the way it
+    reads (``kept_by``), if one does; both None for a file that is no readable skill."""
+    from ..skills.discovery import read_skill_file
+    from ..skills.look_alikes import Claim
+    from ..skills.parsing import SkillFileError, parse_skill
+
+    try:
+        skill = parse_skill(read_skill_file(Path(path)), Path(path), Path(path).parent)
+    except (OSError, SkillFileError, ValueError):
+        return {"name": None, "kept_by": None}
+    kept_by = manifest.keeper_of(Claim(skill.path, skill.name))
+    return {"name": skill.name, "kept_by": kept_by and {"name": kept_by.name, "path": kept_by.path}}
 
 
 def _gate_view(decision) -> dict:

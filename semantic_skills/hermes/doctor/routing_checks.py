@@ -16,7 +16,7 @@ from ...logs import OnceLogger
 from ...settings import EmbedderSettings
 from ..offer.roots import scanned_roots
 from ..offer.rules import DISABLED, ENVIRONMENTS, PLATFORMS, Eligibility, has_conditions
-from .report import FAIL, OK, WARN, Check, Setup
+from .report import FAIL, OK, SKIP, WARN, Check, Setup
 
 PROBE = "doctor: does the routing worker answer a message?"
 ANSWER_SECONDS = 30.0
@@ -59,6 +59,28 @@ def index_check(setup: Setup) -> Check:
                      facts=facts)
     return Check("index", OK, f"{len(manifest.skills)} skills, built {manifest.built_at} with "
                               f"{manifest.embedder.describe()}, up to date with the skills on disk", facts=facts)
+
+
+def names_check(setup: Setup, index: Check) -> Check:
+    """The skills the index leaves out because each one's name reads as a routed skill's (which keeps it)."""
+    from ...index.manifest import read_manifest
+
+    if index.status == FAIL:
+        return Check("names", SKIP, "checked once the index above is fixed")
+    try:
+        left_out = read_manifest(setup.index_dir).left_out_look_alikes()
+    except SemanticSkillsError as exc:
+        return Check("names", SKIP, f"the index cannot be read: {exc}")
+    if not left_out:
+        return Check("names", OK, "no skill is left out for a name that reads as another's")
+    facts = {"left_out": [{"name": skill.name, "path": skill.path, "reads_as": kept.name, "kept_by": kept.path}
+                          for skill, kept in left_out]}
+    listed = "; ".join(f'"{skill.name}" ({skill.path}) reads as "{kept.name}" ({kept.path})'
+                       for skill, kept in left_out)
+    return Check("names", WARN, f"{len(left_out)} skill(s) neither injected nor returned by search_skills, each for a "
+                                f"name that reads as the name of a skill routed before it, which keeps it: {listed}",
+                 f"rename each (the name: line of its SKILL.md) so that its name reads differently, then run "
+                 f"`{setup.run('build')}`", facts)
 
 
 def _resolved(path: str) -> Path:

@@ -14,11 +14,11 @@ from typing import Iterator
 
 from .dependencies import missing_dependencies
 from .report import FAIL, SKIP, Check, Progress, Setup, Verdict, verdict
-from .routing_checks import index_check, skills_check, worker_check
+from .routing_checks import index_check, names_check, skills_check, worker_check
 from .settings_check import settings_check
 from .setup_checks import dependencies_check, hermes_check, paths_check, plugin_check, python_check, read_setup
 
-ORDER = ("python", "dependencies", "hermes", "plugin", "settings", "paths", "skills", "index", "worker")
+ORDER = ("python", "dependencies", "hermes", "plugin", "settings", "paths", "skills", "index", "names", "worker")
 
 
 def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
@@ -45,10 +45,12 @@ def _checks(setup: Setup, worker_timeout: float) -> Iterator[Check | Progress]:
     if found.core_missing:
         waits = f"checked once {', '.join(found.core_missing)} import (see dependencies above)"
         yield Check("index", SKIP, waits)
+        yield Check("names", SKIP, waits)
         yield Check("worker", SKIP, waits)
         return
     index = index_check(setup)
     yield index
+    yield names_check(setup, index)
     if found.blocking:
         yield Check("worker", SKIP, f"started once {', '.join(found.absent + found.failing)} are installed (see "
                                     "dependencies above)")
