@@ -4,7 +4,7 @@ The data is Unicode's own ``confusables.txt``, kept as published beside this
 module (``confusables.txt``, Unicode License V3 in
 ``confusables-LICENSE.txt``); docs/routing.md, "Which names read alike", says
 why no package serves it and how to update it. It is read once, on first
-use (about 10 ms), so importing this module costs nothing.
+use (tens of milliseconds), so importing this module costs nothing.
 
 One reading is derived from the data: UTS #39 maps by shape with case kept, so
 Cyrillic ``к`` maps to ``ĸ`` and ``в`` to the small capital ``ʙ``; for a
