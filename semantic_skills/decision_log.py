@@ -31,7 +31,7 @@ from .decision_entry import (  # noqa: F401 - the record's names, importable fro
     UNANSWERED,
     DecisionEntry,
 )
-from .files import open_regular_file, refuse_unless_regular, set_aside, special_kind, tighten
+from .files import open_for_writing, open_regular_file, set_aside, tighten, unusable
 from .logs import OnceLogger
 from .threads import LazyThread
 
@@ -149,11 +149,10 @@ class DecisionLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         for file in (self.path, previous_generation(self.path)):
             self._check_generation(file)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, RECORD_MODE)
+        fd = open_for_writing(self.path, RECORD_MODE, append=True)
         try:
-            info = os.fstat(fd)
-            refuse_unless_regular(info.st_mode)
-            if info.st_size and os.pread(fd, 1, info.st_size - 1) != b"\n":
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
                 os.write(fd, b"\n")  # a line torn by a crash stays one damaged line, not two
         except BaseException:
             os.close(fd)
@@ -161,18 +160,19 @@ class DecisionLog:
         self._fd, self._size = fd, os.fstat(fd).st_size
 
     def _check_generation(self, file: Path) -> None:
-        """A generation of the record is a regular file its owner alone reads (an earlier release's is made so);
-        a FIFO, socket or device in its place (never opened) is moved aside to ``NAME.damaged``, said once, and
-        the record starts afresh."""
-        kind = special_kind(file)
-        if kind is None:
+        """A generation of the record is a regular file in the record's folder that its owner alone reads (an
+        earlier release's is made so); a link (whose target may lie anywhere), a FIFO, a socket, a device or a hard
+        link in its place is never opened: it is moved aside to ``NAME.damaged``, said once, and the record starts
+        afresh."""
+        what = unusable(file)
+        if what is None:
             tighten(file, RECORD_MODE)
             return
         try:
             done = f"moved it to {set_aside(file).name}; decisions are recorded afresh"
         except OSError as exc:
             done = f"could not move it aside ({exc.strerror or exc}); decisions go unrecorded until it can"
-        self._log_once(logging.WARNING, f"the decision record {file} is a {kind}, not a regular file; {done}")
+        self._log_once(logging.WARNING, f"the decision record {file} is {what}; {done}")
 
     def _rotate(self) -> None:
         if _same_file(self._fd, self.path):  # else another process rotated it a moment ago
@@ -230,7 +230,7 @@ def read_record(path: Path, max_bytes: int, since: float | None = None) -> Recor
 
 
 def _read_file(file: Path, max_bytes: int, since: float | None, found: RecordContents) -> None:
-    with open_regular_file(file) as fh:
+    with open_regular_file(file, follow=False) as fh:
         size = os.fstat(fh.fileno()).st_size
         found.files.append(file)
         start = max(0, size - max_bytes)

@@ -1,5 +1,11 @@
-"""File helpers shared by the index, the worker and its host: a change stamp, an atomic write, and the one
-bounded reader of regular files."""
+"""File helpers shared by the index, the worker and its host: a change stamp, an atomic write, the one opener of
+the files the plugin writes in place, and the one bounded reader of regular files.
+
+Every file the package reads goes through :func:`read_regular_file` or
+:func:`open_regular_file` (``tests/test_files.py`` checks it): others can write
+the skills folders, ``config.yaml`` and the state folder, so a FIFO, a device
+or a huge file there must never hang or flood a reader.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +19,18 @@ Stamp = tuple[int, int, int, int]
 DAMAGED_SUFFIX = ".damaged"  # what a file that cannot be used is moved aside to (see set_aside)
 
 _READ = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC  # non-blocking: a FIFO that slipped past the check cannot hang
+_WRITE = os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC  # a file the plugin writes in place
 _FOLDER = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder to open in
 _KINDS = ((stat.S_ISDIR, "folder"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
           (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"), (stat.S_ISLNK, "symbolic link"))
 
 
 class NotRegularFile(OSError):
-    """A path that is a folder, FIFO, socket, device or (for an exact read) a symbolic link: never read."""
+    """A path that is a folder, FIFO, socket, device or (for an exact read) a symbolic link: never read; for a
+    writer, also a file with another name (a hard link)."""
 
-    def __init__(self, kind: str):
-        super().__init__(f"a {kind}, not a regular file")
+    def __init__(self, kind: str, said: str = ""):
+        super().__init__(said or f"a {kind}, not a regular file")
         self.kind = kind
 
 
@@ -63,8 +71,9 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o666) -> None:
     goes and ``path`` stays as it was.
     """
     tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+    exclusive = os.O_EXCL | os.O_NOFOLLOW  # a new file of its own: never one, nor a link, that was there
     try:
-        with open(tmp, "wb", opener=lambda name, flags: os.open(name, flags, mode)) as fh:
+        with open(tmp, "wb", opener=lambda name, flags: os.open(name, flags | exclusive, mode)) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -87,30 +96,69 @@ def set_aside(path: Path) -> Path:
 
 
 def tighten(path: Path, mode: int) -> None:
-    """Give the regular file at ``path`` (never a link's target) ``mode`` if it allows more; quietly nothing
-    when it is not there or cannot be changed."""
+    """Give the regular file at ``path`` ``mode`` if it allows more; quietly nothing when it is not there, cannot
+    be changed, or is not the plugin's alone to change (a link's target, a file with another name too)."""
     try:
         info = os.lstat(path)
-        if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & ~mode:
+        if stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and stat.S_IMODE(info.st_mode) & ~mode:
             os.chmod(path, mode)
     except OSError:
         pass
 
 
-def special_kind(path: str | Path) -> str | None:
-    """What ``path`` is when it is a FIFO, a socket or a device (through any link), which no reader or writer of
-    regular files may open blindly; None for anything else, and when it does not exist."""
+def unusable(path: str | Path) -> str | None:
+    """What ``path`` itself is, in words ("a FIFO (named pipe), not a regular file"), when a file the plugin keeps
+    may not be there: a symbolic link (to anything), a FIFO, a socket, a device, or a file with another name too (a
+    hard link), none of which :func:`open_for_writing` opens; None for a regular file of its own, a folder, and
+    nothing at all."""
     try:
-        mode = os.stat(path).st_mode
+        info = os.lstat(path)
     except OSError:
         return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+    if stat.S_ISDIR(info.st_mode):
         return None
     try:
-        refuse_unless_regular(mode)
+        _refuse_unless_own(info)
     except NotRegularFile as exc:
-        return exc.kind
+        return str(exc)
     return None
+
+
+def open_for_writing(path: str | Path, mode: int, *, append: bool = False) -> int:
+    """A descriptor of the file at ``path`` open for reading and writing (appending with ``append``), created with
+    ``mode`` if it is not there and never left with more than ``mode``.
+
+    Only the regular file at ``path`` itself is opened, without blocking: a
+    link there is never followed, so nothing is written through it to a file
+    elsewhere; a link, a FIFO, a socket, a device or a file with another name
+    too raise :class:`NotRegularFile` (see :func:`unusable` and
+    :func:`set_aside`).
+    """
+    try:
+        _refuse_unless_own(os.lstat(path))  # checked first: opening a device or a socket would act on it
+    except FileNotFoundError:
+        pass
+    try:
+        fd = os.open(path, _WRITE | (os.O_APPEND if append else 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link swapped in since the check
+            raise NotRegularFile("symbolic link") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        _refuse_unless_own(info)
+        if stat.S_IMODE(info.st_mode) & ~mode:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_unless_own(info: os.stat_result) -> None:
+    refuse_unless_regular(info.st_mode)
+    if info.st_nlink > 1:
+        raise NotRegularFile("hard link", "a hard link (the same file has another name too), not a file of its own")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -126,13 +174,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def read_regular_file(path: str | Path, max_bytes: int, *, exact: bool = False) -> bytes:
+def read_regular_file(path: str | Path, max_bytes: int, *, exact: bool = False, follow: bool = True) -> bytes:
     """The bytes of the regular file at ``path``, refused (:class:`FileTooLarge`) over ``max_bytes`` before any is
     read; never more than one byte past ``max_bytes`` is read, should the file grow meanwhile.
 
-    See :func:`open_regular_file` for what else is refused and for ``exact``.
+    See :func:`open_regular_file` for what else is refused, for ``exact`` and ``follow``.
     """
-    with open_regular_file(path, exact=exact) as fh:
+    with open_regular_file(path, exact=exact, follow=follow) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > max_bytes:
             raise FileTooLarge(size, max_bytes)
@@ -142,19 +190,21 @@ def read_regular_file(path: str | Path, max_bytes: int, *, exact: bool = False) 
     return data
 
 
-def open_regular_file(path: str | Path, *, exact: bool = False) -> BinaryIO:
+def open_regular_file(path: str | Path, *, exact: bool = False, follow: bool = True) -> BinaryIO:
     """``path`` open for reading in binary, if it is a regular file; else :class:`NotRegularFile`, saying what it is.
 
     The kind is checked before opening (so no device or FIFO is opened) and
     again on the open file, which is opened without blocking: one swapped in
-    between cannot hang the caller. With ``exact``, ``path`` must be absolute
+    between cannot hang the caller. Without ``follow``, a link at ``path``
+    itself is refused as one (a file the plugin keeps in its own folder is
+    never read through a link). With ``exact``, ``path`` must be absolute
     and free of links (resolved), and no link is followed: each folder is
     opened inside the one before, so the file read is the one at ``path`` even
     if a folder or the file is replaced by a link meanwhile (:class:`PathChanged`,
     or :class:`NotRegularFile` for the file).
     """
     if not exact:
-        return os.fdopen(_open_checked(path, None, follow=True), "rb")
+        return os.fdopen(_open_checked(path, None, follow=follow), "rb")
     path = Path(path)
     if not path.is_absolute():
         raise ValueError(f"an exact read needs an absolute, resolved path, not {str(path)!r}")
@@ -181,7 +231,12 @@ def _open_folder(name: str, parent_fd: int) -> int:
 
 def _open_checked(path: str | Path, dir_fd: int | None, follow: bool) -> int:
     refuse_unless_regular(os.stat(path, dir_fd=dir_fd, follow_symlinks=follow).st_mode)
-    fd = os.open(path, _READ | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
+    try:
+        fd = os.open(path, _READ | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:  # a link swapped in since the check
+            raise NotRegularFile("symbolic link") from None
+        raise
     try:
         refuse_unless_regular(os.fstat(fd).st_mode)
     except BaseException:

@@ -1,14 +1,24 @@
-"""The one bounded reader of regular files: what it refuses, and that it never blocks or reads past its bound."""
+"""The one bounded reader of regular files: what it refuses, and that it never blocks or reads past its bound; the
+one opener of the files the plugin writes in place."""
 
 from __future__ import annotations
 
 import os
 import socket
+import stat
 import threading
 
 import pytest
 
-from semantic_skills.files import FileTooLarge, NotRegularFile, PathChanged, open_regular_file, read_regular_file
+from semantic_skills.files import (
+    FileTooLarge,
+    NotRegularFile,
+    PathChanged,
+    open_for_writing,
+    open_regular_file,
+    read_regular_file,
+    unusable,
+)
 
 
 def fifo(tmp_path):
@@ -121,3 +131,69 @@ def test_an_exact_read_follows_no_link(tmp_path):
     with pytest.raises(ValueError, match="absolute"):
         read_regular_file("real/file", 100, exact=True)
     assert read_regular_file(base / "linked-folder" / "file", 100) == b"inside"  # a plain read follows them
+
+
+def test_a_read_that_does_not_follow_refuses_a_link_at_the_path_and_follows_those_before_it(tmp_path):
+    (tmp_path / "file").write_text("inside")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    (tmp_path / "folder-link").symlink_to(tmp_path, target_is_directory=True)
+
+    with pytest.raises(NotRegularFile, match="^a symbolic link, not a regular file$"):
+        read_regular_file(tmp_path / "link", 100, follow=False)
+    assert read_regular_file(tmp_path / "folder-link" / "file", 100, follow=False) == b"inside"
+
+
+# --------------------------------------------------------------------------- the files the plugin writes in place
+
+
+def test_a_writer_opens_only_a_file_of_its_own_at_the_path_and_never_blocks(tmp_path):
+    """#33.6: the decision record's writer followed a link to a file elsewhere. A link (to a file, to /dev/zero),
+    a FIFO, a socket and a hard link are refused, saying what they are, and what they lead to is untouched."""
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"theirs")
+    target.chmod(0o644)
+    (tmp_path / "link").symlink_to(target)
+    (tmp_path / "device").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo")
+    unix_socket(tmp_path)
+    os.link(target, tmp_path / "hard")
+    refusals = {"link": "a symbolic link, not a regular file", "device": "a symbolic link, not a regular file",
+                "fifo": "a FIFO (named pipe), not a regular file", "socket": "a socket, not a regular file",
+                "hard": "a hard link (the same file has another name too), not a file of its own"}
+
+    for name, said in refusals.items():
+        assert unusable(tmp_path / name) == said
+        outcome = []
+        writer = threading.Thread(target=lambda: outcome.append(_write_refusal(tmp_path / name)), daemon=True)
+        writer.start()
+        writer.join(10)
+        assert outcome and isinstance(outcome[0], NotRegularFile) and str(outcome[0]) == said, (name, outcome)
+    assert target.read_bytes() == b"theirs" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    (tmp_path / "hard").unlink()
+    assert unusable(tmp_path / "absent") is None and unusable(tmp_path) is None and unusable(target) is None
+
+
+def _write_refusal(path) -> Exception | None:
+    try:
+        os.close(open_for_writing(path, 0o600, append=True))
+    except OSError as exc:
+        return exc
+    return None
+
+
+def test_a_writer_creates_its_file_with_its_mode_and_takes_away_what_an_earlier_one_allowed(tmp_path):
+    earlier = tmp_path / "earlier"
+    earlier.write_bytes(b"kept\n")
+    earlier.chmod(0o644)
+    previous = os.umask(0)
+    try:
+        new = open_for_writing(tmp_path / "new", 0o600, append=True)
+        old = open_for_writing(earlier, 0o600, append=True)
+    finally:
+        os.umask(previous)
+    os.write(old, b"added\n")
+    os.close(new)
+    os.close(old)
+
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o600
+    assert stat.S_IMODE(earlier.stat().st_mode) == 0o600 and earlier.read_bytes() == b"kept\nadded\n"

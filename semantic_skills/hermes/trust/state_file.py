@@ -42,10 +42,10 @@ class Snapshot:
 
 def read_state(path: Path, ttl_seconds: float, now: float) -> Snapshot:
     """The file's content (chats idle over ``ttl_seconds`` left out); raises :class:`OldFormat`,
-    :class:`DamagedFile` (over :data:`MAX_FILE_BYTES`, not a regular file, or not what this module writes) or
-    ``OSError`` when it cannot be read."""
+    :class:`DamagedFile` (over :data:`MAX_FILE_BYTES`, not a regular file, a link, or not what this module writes)
+    or ``OSError`` when it cannot be read."""
     try:
-        raw = read_regular_file(path, MAX_FILE_BYTES)
+        raw = read_regular_file(path, MAX_FILE_BYTES, follow=False)
     except (NotRegularFile, FileTooLarge) as exc:
         raise DamagedFile(str(exc)) from None
     return parse_state(raw, ttl_seconds, now)
