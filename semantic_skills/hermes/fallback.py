@@ -23,6 +23,7 @@ trusted project folders, organisation mirrors): see ``offer/rules.py``.
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING
 
 from ..files import read_regular_file
@@ -84,10 +85,14 @@ def recorded_claims(rt: PluginRuntime) -> dict[str, list[Claim]]:
 def search_by_words(rt: PluginRuntime, query: str, limit: int, offer: Offer) -> dict:
     """``search_skills``' answer from the skill files, shaped as the worker's (``results``, ``best`` with its body)."""
     roots = scanned_roots(rt.home, rt.config())
-    offered = [skill for skill in discover_skills(roots, earlier=recorded_claims(rt)).skills
+    found = discover_skills(roots, earlier=recorded_claims(rt))
+    for skipped in found.skipped:
+        if skipped.kind:  # a FIFO or a device in a skills folder: never read, said once
+            rt.log_once(logging.WARNING, f"skipped {skipped.path}: {skipped.reason}")
+    offered = [skill for skill in found.skills
                if offer.hidden_by(skill) is None and not session_dependent(skill, roots)]
-    found = match_by_words(offered, query, limit)
+    matched = match_by_words(offered, query, limit)
     results = [{"name": skill.name, "description": skill.description, "score": round(score, 4)}
-               for skill, score in found]
-    best = {"name": found[0][0].name, "body": found[0][0].body.strip("\n"), "omitted": 0} if found else None
+               for skill, score in matched]
+    best = {"name": matched[0][0].name, "body": matched[0][0].body.strip("\n"), "omitted": 0} if matched else None
     return {"results": results, "best": best}

@@ -7,7 +7,10 @@ root's organisation mirrors (``_org/<org id>/``) only the one named in
 ``_org/.active_org`` is (none without that file). A file that lies in a
 hub's quarantine is never read, however it is reached (a symlinked file or
 folder, a root inside the quarantine); a hard link cannot be told apart from
-its quarantined twin.
+its quarantined twin. Others write skills folders (a team repository in
+``external_dirs``, the agent itself), so every file here is read through
+``files.read_regular_file``: a FIFO, a device or a huge file, as a
+``SKILL.md`` or as the marker, is skipped and reported, never waited on.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..files import read_regular_file
+from ..files import NotRegularFile, read_regular_file
 from .look_alikes import Claim
 from .names import Duplicate, NameConflict, Placed, resolve_names
 from .parsing import Skill, SkillFileError, parse_skill
 
 SKILL_FILENAME = "SKILL.md"
 MAX_SKILL_BYTES = 32 * 1024 * 1024
+MAX_ORG_MARKER_BYTES = 4096  # the marker holds one organisation id, the name of a folder
 EXCLUDED_DIRS = frozenset(
     {"node_modules", "venv", "site-packages", "__pycache__", "dist-packages"}
 )
@@ -63,10 +67,12 @@ class SkillsRoot:
 
 @dataclass(frozen=True)
 class SkippedFile:
-    """A SKILL.md (or folder) that was not indexed, and why."""
+    """A SKILL.md, folder or marker that was not read, and why; ``kind`` says what it is when it is no regular
+    file (a FIFO, a device...), which nothing reads."""
 
     path: str
     reason: str
+    kind: str = ""
 
 
 @dataclass
@@ -94,7 +100,7 @@ def iter_skill_files(root: Path, skipped: list[SkippedFile] | None = None) -> It
     except OSError:
         return
     seen: set[tuple[int, int]] = set()
-    active_org = read_active_org(root)
+    active_org = _active_org(root, skipped)
     pending = [root]  # folders still to list, the next one last (a stack: nesting depth costs no recursion)
     while pending:
         directory = pending.pop()
@@ -122,11 +128,36 @@ def _without_inactive_orgs(directory: Path, root: Path, active_org: str, childre
 
 
 def read_active_org(root: Path) -> str:
-    """The organisation named in ``root/_org/.active_org``; "" without one."""
+    """The organisation named in ``root/_org/.active_org``; "" without one, or when it is not UTF-8 text.
+
+    Raises ``OSError`` for a marker that is there but cannot be read, such as
+    :class:`~semantic_skills.files.NotRegularFile` (a FIFO, which would hang
+    a plain read, or a link to ``/dev/zero``, which would fill the memory) and
+    :class:`~semantic_skills.files.FileTooLarge` (over :data:`MAX_ORG_MARKER_BYTES`).
+    """
     try:
-        return active_org_marker(root).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        raw = read_regular_file(active_org_marker(root), MAX_ORG_MARKER_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
         return ""
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return ""
+
+
+def _active_org(root: Path, skipped: list[SkippedFile]) -> str:
+    """:func:`read_active_org`; a marker that cannot be read names no organisation and goes to ``skipped``."""
+    try:
+        return read_active_org(root)
+    except OSError as exc:
+        skipped.append(SkippedFile(str(active_org_marker(root)), f"{exc.strerror or exc}; no organisation's "
+                                   "mirrored skills are read", _kind(exc)))
+        return ""
+
+
+def _kind(exc: OSError) -> str:
+    """What a path refused as no regular file is (``SkippedFile.kind``); "" for any other error."""
+    return exc.kind if isinstance(exc, NotRegularFile) else ""
 
 
 def active_org_marker(root: Path) -> Path:
@@ -261,7 +292,7 @@ def discover_skills(
                 found.skipped.append(SkippedFile(str(path), str(exc)))
                 continue
             except OSError as exc:
-                found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}"))
+                found.skipped.append(SkippedFile(str(path), f"cannot read file: {exc.strerror or exc}", _kind(exc)))
                 continue
             placed.append(Placed(skill, tier, str(root_path)))
     resolved = resolve_names(placed, earlier)

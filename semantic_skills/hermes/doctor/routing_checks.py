@@ -120,7 +120,8 @@ def skills_check(setup: Setup) -> Check:
     from ...skills.discovery import discover_skills
 
     roots = scanned_roots(setup.home, setup.config)
-    skills = discover_skills(roots).skills
+    found = discover_skills(roots)
+    skills = found.skills
     eligibility = Eligibility(setup.home, lambda: setup.config, OnceLogger())  # Hermes' own rules, as routing
     offer = eligibility.offer("", ())
     hidden = {DISABLED: 0, PLATFORMS: 0, ENVIRONMENTS: 0}
@@ -140,9 +141,10 @@ def skills_check(setup: Setup) -> Check:
     facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
-        return Check("skills", OK, f"no SKILL.md under {', '.join(facts['roots'])} yet: an empty library, so routing "
-                                   f"injects nothing; add skill folders (each with a SKILL.md) to "
-                                   f"{setup.home / 'skills'}, then run `{setup.run('build')}`", facts=facts)
+        return _with_special_files(Check(
+            "skills", OK, f"no SKILL.md under {', '.join(facts['roots'])} yet: an empty library, so routing injects "
+                          f"nothing; add skill folders (each with a SKILL.md) to {setup.home / 'skills'}, then run "
+                          f"`{setup.run('build')}`", facts=facts), found.skipped)
     detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
         f"{count} by {rule}" for rule, count in hidden.items())
     if per_platform:
@@ -150,7 +152,18 @@ def skills_check(setup: Setup) -> Check:
     if conditional:
         detail += (f"; {conditional} offered only in sessions whose tools meet their metadata.hermes requires_* / "
                    "fallback_for_* / session_platforms")
-    return Check("skills", OK, detail, facts=facts)
+    return _with_special_files(Check("skills", OK, detail, facts=facts), found.skipped)
+
+
+def _with_special_files(check: Check, skipped: list) -> Check:
+    """``check``, a warning naming each FIFO, device or socket in the skills folders that was never read."""
+    special = [s for s in skipped if s.kind]
+    if not special:
+        return check
+    check.facts["special_files"] = [s.path for s in special]
+    return Check(check.name, WARN, check.detail + "; never read: " + "; ".join(f"{s.path}: {s.reason}"
+                                                                               for s in special),
+                 "remove each, or replace it with a regular file", check.facts)
 
 
 def _configured_platforms(config: dict) -> list[str]:

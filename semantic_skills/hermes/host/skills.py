@@ -96,10 +96,19 @@ def quarantined_project_skill(path: str, home: Path) -> bool:
 
 
 def active_org_id(skills_dir: Path) -> str:
-    """The active organisation of ``skills_dir``'s mirrors, as the running Hermes reads it ("" for none)."""
+    """The active organisation of ``skills_dir``'s mirrors, as the running Hermes reads it ("" for none).
+
+    The plugin reads the marker first, without blocking and within a bound: one
+    that is no small regular file (a FIFO, which hangs a plain read; a link to
+    ``/dev/zero``) names none, and Hermes' own reader is then not asked.
+    """
+    try:
+        own = read_active_org(skills_dir)
+    except OSError:
+        return ""
     read = hermes_function(SKILL_UTILS, "read_active_org_id")
     if read is None:
-        return read_active_org(skills_dir)
+        return own
     try:
         return str(read(skills_dir) or "")
     except Exception:  # noqa: BLE001 - as Hermes when it cannot read the marker: no organisation
