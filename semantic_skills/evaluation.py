@@ -25,11 +25,14 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from .errors import SemanticSkillsError
+from .files import read_regular_file
 from .gates import FULL, HINT
 from .injection import skill_block, skill_body
 from .limits import MAX_HINT_CHARS
+from .skills.discovery import MAX_SKILL_BYTES
 
 BARE_EMBEDDING_EVERY = 5
+MAX_LABELLED_BYTES = 64 << 20  # a labelled queries file (the project's sets are a few hundred KB)
 
 
 class LabelledFileError(SemanticSkillsError):
@@ -73,20 +76,19 @@ class RoutedQuery:
 def read_labelled(path: str | Path) -> list[LabelledQuery]:
     """Parse a labelled JSONL file; raises :class:`LabelledFileError` naming the bad line."""
     queries = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                query, gold = record["query"], record.get("gold", [])
-                acceptable = record.get("acceptable", [])
-                if not isinstance(query, str) or not isinstance(gold, list) or not isinstance(acceptable, list):
-                    raise ValueError('"query" must be a string, "gold" and "acceptable" lists')
-            except (ValueError, KeyError, TypeError) as exc:
-                raise LabelledFileError(f"{path}, line {number}: not a labelled query ({exc})") from None
-            queries.append(LabelledQuery(query, tuple(map(str, gold)), tuple(map(str, acceptable)),
-                                         str(record.get("source", ""))))
+    for number, line in enumerate(read_regular_file(path, MAX_LABELLED_BYTES).decode("utf-8").split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            query, gold = record["query"], record.get("gold", [])
+            acceptable = record.get("acceptable", [])
+            if not isinstance(query, str) or not isinstance(gold, list) or not isinstance(acceptable, list):
+                raise ValueError('"query" must be a string, "gold" and "acceptable" lists')
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LabelledFileError(f"{path}, line {number}: not a labelled query ({exc})") from None
+        queries.append(LabelledQuery(query, tuple(map(str, gold)), tuple(map(str, acceptable)),
+                                     str(record.get("source", ""))))
     if not queries:
         raise LabelledFileError(f"{path} holds no labelled queries")
     return queries
@@ -192,7 +194,7 @@ def full_block_chars(records: Iterable) -> Callable[[str], int]:
     @functools.lru_cache(maxsize=None)
     def chars(name: str) -> int:
         try:
-            text = Path(paths[name]).read_text(encoding="utf-8", errors="replace")
+            text = read_regular_file(paths[name], MAX_SKILL_BYTES).decode("utf-8", "replace")
         except (KeyError, OSError):
             return 0
         return len(skill_block(name, skill_body(text)).text)

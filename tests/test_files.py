@@ -1,8 +1,9 @@
-"""The one bounded reader of regular files: what it refuses, and that it never blocks or reads past its bound; the
-one opener of the files the plugin writes in place."""
+"""The one bounded reader of regular files: what it refuses, that it never blocks or reads past its bound, and
+that the package reads files through nothing else; the one opener of the files the plugin writes in place."""
 
 from __future__ import annotations
 
+import ast
 import os
 import socket
 import stat
@@ -19,6 +20,8 @@ from semantic_skills.files import (
     read_regular_file,
     unusable,
 )
+
+from support import REPO
 
 
 def fifo(tmp_path):
@@ -197,3 +200,67 @@ def test_a_writer_creates_its_file_with_its_mode_and_takes_away_what_an_earlier_
 
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o600
     assert stat.S_IMODE(earlier.stat().st_mode) == 0o600 and earlier.read_bytes() == b"kept\nadded\n"
+
+
+# --------------------------------------------------------------------------- no other reader in the package
+
+PACKAGE = REPO / "semantic_skills"
+HELPER = "semantic_skills/files.py"  # the reader, the atomic write and the writer's opener themselves
+READS = {"open", "read_text", "read_bytes"}  # builtins.open, io.open, os.open, Path.open and Path's readers
+MODULE_READS = {("np", "load"), ("np", "fromfile"), ("np", "memmap"), ("np", "loadtxt"), ("np", "genfromtxt"),
+                ("faiss", "read_index"), ("shutil", "copyfile"), ("shutil", "copy"), ("shutil", "copy2"),
+                ("shutil", "copytree"), ("linecache", "getline")}
+NOT_A_READ = {  # each call the check finds outside files.py, with why it reads nothing others can write
+    ("semantic_skills/cli/app.py", "os.open"): "the null device, put in place of a stdout whose reader left",
+    ("semantic_skills/router.py", "cls.open"): "SkillRouter.open: an index folder, read through index/store.py",
+    ("semantic_skills/cli/routing.py", "SkillRouter.open"): "the same",
+}
+
+
+def file_reads(source: str) -> list[tuple[int, str]]:
+    """Where ``source`` calls something that reads a file by its path: (line, the function as written)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        if isinstance(function, ast.Name):
+            reads = function.id in READS
+        elif isinstance(function, ast.Attribute):
+            owner = function.value.id if isinstance(function.value, ast.Name) else ""
+            reads = function.attr in READS or (owner, function.attr) in MODULE_READS
+        else:
+            reads = False
+        if reads:
+            found.append((node.lineno, ast.unparse(function)))
+    return sorted(found)
+
+
+def test_the_package_reads_files_only_through_the_one_reader():
+    """#33: others write the skills folders, external_dirs, the _org markers, the state folder and config.yaml, so
+    every read goes through files.read_regular_file / open_regular_file (regular files only, without blocking,
+    within a bound). A plain ``read_text`` in discovery let a FIFO hang Hermes' gateway and /dev/zero fill its
+    memory."""
+    calls = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = str(path.relative_to(REPO))
+        if name != HELPER:
+            for line, call in file_reads(path.read_text(encoding="utf-8")):
+                calls.setdefault((name, call), []).append(line)
+
+    assert sorted(f"{name}:{lines[0]}: {call}" for (name, call), lines in calls.items()
+                  if (name, call) not in NOT_A_READ) == []
+    assert sorted(NOT_A_READ) == sorted(key for key in calls if key in NOT_A_READ)  # no stale exception
+
+
+def test_the_check_sees_a_plain_read_put_back_into_discovery():
+    source = (PACKAGE / "skills" / "discovery.py").read_text(encoding="utf-8")
+    safe = "read_regular_file(active_org_marker(root), MAX_ORG_MARKER_BYTES)"
+    assert safe in source and file_reads(source) == []
+
+    plain = source.replace(safe, 'active_org_marker(root).read_text(encoding="utf-8").encode()')
+    with_open = source.replace(safe, "open(active_org_marker(root), 'rb').read()")
+
+    line = source[:source.index(safe)].count("\n") + 1
+    assert file_reads(plain) == [(line, "active_org_marker(root).read_text")]
+    assert file_reads(with_open) == [(line, "open")]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from semantic_skills.index.manifest import MANIFEST
-from semantic_skills.index.store import load_index
+from semantic_skills.index.store import build_lock, load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 
@@ -130,3 +132,52 @@ def test_a_corrupt_index_raises_index_corrupt_with_a_rebuild_hint(index_copy, bu
     message = str(raised.value)
     assert "\n" not in message
     assert f"semantic-skills build --full --index-dir {index_copy}" in message
+
+
+def test_an_index_file_that_is_a_fifo_or_longer_than_its_rows_is_refused_unread(index_copy):
+    """#33: the manifest and the vectors were read whole whatever they were; a FIFO as the manifest hung the reader
+    (the routing worker, doctor), a sparse vectors file of any size filled the memory. Each is now refused
+    unread, naming it, with the rebuild."""
+    vectors = vectors_path(index_copy)
+    with open(vectors, "r+b") as fh:  # 64 MB more than the manifest's rows need, as a sparse file costs nothing
+        fh.truncate(vectors.stat().st_size + (64 << 20))
+    with pytest.raises(IndexCorrupt, match=r"^cannot read the index vectors .*\(the file is 64.* MB, over the limit "
+                                           r"of .*\); rebuild it with: semantic-skills build --full"):
+        load_index(index_copy)
+
+    manifest = index_copy / MANIFEST
+    manifest.unlink()
+    os.mkfifo(manifest)
+    outcome = []
+    reader = threading.Thread(target=lambda: outcome.append(_load_refusal(index_copy)), daemon=True)
+    reader.start()
+    reader.join(10)
+    if not outcome:
+        os.close(os.open(manifest, os.O_WRONLY | os.O_NONBLOCK))  # let the stuck reader go
+    assert outcome, "the reader waited on the FIFO"
+    assert str(outcome[0]) == (f"cannot read {manifest}: a FIFO (named pipe), not a regular file; rebuild it with: "
+                               f"semantic-skills build --full --index-dir {index_copy}")
+
+
+def _load_refusal(index_dir: Path) -> Exception | None:
+    try:
+        load_index(index_dir)
+    except IndexCorrupt as exc:
+        return exc
+    return None
+
+
+def test_the_build_lock_never_writes_through_a_link(tmp_path):
+    """The lock was opened through any link and truncated to hold the build's pid: a ``.lock`` linked to another
+    file emptied that file (as root, any file)."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    (index_dir / ".lock").symlink_to(victim)
+
+    with pytest.raises(IndexCorrupt, match=rf"^the build lock {index_dir / '.lock'} is a symbolic link, not a regular "
+                                           "file; remove it, then run this build again$"):
+        with build_lock(index_dir):
+            pass
+    assert victim.read_bytes() == b"precious"

@@ -15,6 +15,7 @@ from . import defaults
 from .app import TerminalBar, echo, echo_json, index_options, json_option, main
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLE_MESSAGES_BYTES = 1 << 20  # examples/messages.txt is a few KB
 SCORE_WORDS = ("score ranks the skills: the similarity plus a small bonus for words and names the message "
                "shares with the skill; similarity (cosine, of the whole skill and of its best-matching "
                "sentence) is what the floor checks")
@@ -99,15 +100,16 @@ def demo(show_chars):
     """Build an index over examples/skills and route the sample messages (offline, no API key)."""
     from ..builder import build_index
     from ..embedders.sentence_transformers import SentenceTransformerEmbedder
+    from ..files import read_regular_file
     from ..injection import inject, skill_block, skill_body
     from ..router import SkillRouter
-    from ..skills.discovery import SkillsRoot
+    from ..skills.discovery import SkillsRoot, read_skill_file
 
     skills_dir = EXAMPLES_DIR / "skills"
     messages_file = EXAMPLES_DIR / "messages.txt"
     if not skills_dir.is_dir() or not messages_file.is_file():
         raise click.ClickException(f"the examples are missing from {EXAMPLES_DIR}; run the demo from a source checkout")
-    lines = messages_file.read_text(encoding="utf-8").splitlines()
+    lines = read_regular_file(messages_file, EXAMPLE_MESSAGES_BYTES).decode("utf-8").splitlines()
     messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
     embedder = SentenceTransformerEmbedder()
     echo(f"Building an index of the example skills in {skills_dir} with the bundled model (loading it takes a few "
@@ -130,7 +132,7 @@ def demo(show_chars):
             if decision.mode != FULL:
                 echo(f"  ({decision.reason})\n")
                 continue
-            body = skill_body(Path(decision.skill.path).read_text(encoding="utf-8"))
+            body = skill_body(read_skill_file(Path(decision.skill.path)).decode("utf-8"))
             text = inject(message, skill_block(decision.skill.name, body).text)
             if show_chars:
                 more = len(text) - show_chars

@@ -16,3 +16,4 @@ skills on disk with an index.
 """
 
 MANIFEST = "manifest.json"  # here, not in manifest.py, so it can be named without importing numpy
+MAX_MANIFEST_BYTES = 256 << 20  # tens of thousands of skills (a skill's record is a few KB); a bigger one is not read

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from ..embedders.base import EmbedderIdentity
 from ..errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing, command
+from ..files import FileTooLarge, NotRegularFile, read_regular_file
 from ..skills.discovery import EXTERNAL, PROJECT, SkillsRoot
 from ..skills.look_alikes import Claim, earlier_claims, groups_from_json, groups_to_json, keeper
 from ..skills.parsing import Conditions, Skill, offer_conditions, skill_name
-from . import MANIFEST
+from . import MANIFEST, MAX_MANIFEST_BYTES
 
 FORMAT = "semantic-skills-index"
 FORMAT_VERSION = 1
@@ -183,11 +184,13 @@ def read_manifest(index_dir: Path) -> Manifest:
     """Read and validate ``manifest.json``; raises IndexMissing or IndexCorrupt."""
     path = Path(index_dir) / MANIFEST
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise IndexMissing(
             f"no skill index in {index_dir}; build one with: {command('build --index-dir ' + str(index_dir))}"
         ) from None
+    except (NotRegularFile, FileTooLarge) as exc:
+        raise IndexCorrupt(f"cannot read {path}: {exc}; {fix_hint(index_dir)}") from None
     except OSError as exc:
         raise IndexCorrupt(f"cannot read {path}: {exc.strerror or exc}") from None
     try:

@@ -15,21 +15,29 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import BuildLocked, IndexCorrupt, first_line
-from ..files import Stamp, atomic_write, file_stamp
+from ..files import NotRegularFile, Stamp, atomic_write, file_stamp, open_for_writing, read_regular_file
+from . import MAX_MANIFEST_BYTES
 from .manifest import MANIFEST, Manifest, fix_hint, read_manifest
 
 LOCK = ".lock"
+LOCK_MODE = 0o644
+VECTORS_HEADER_BYTES = 4096  # room for the FAISS flat index's header (45 bytes) before its rows
+MAX_VECTORS_BYTES = 4 << 30  # when the manifest does not say the dimension
 
 
 def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
-    """Load the FAISS file named by ``manifest`` as a ``(rows, dim)`` float32 array."""
+    """Load the FAISS file named by ``manifest`` as a ``(rows, dim)`` float32 array.
+
+    Only a regular file is read, and only up to what the manifest's rows at
+    its dimension take: a sparse file of many gigabytes is refused unread.
+    """
     import faiss
 
     path = Path(index_dir) / manifest.vectors_file
-    if not path.is_file():
-        raise IndexCorrupt(f"the index vectors file {path} is missing; {fix_hint(index_dir)}")
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, _vectors_bound(manifest))
+    except FileNotFoundError:
+        raise IndexCorrupt(f"the index vectors file {path} is missing; {fix_hint(index_dir)}") from None
     except OSError as exc:
         raise IndexCorrupt(
             f"cannot read the index vectors {path} ({exc.strerror or exc}); {fix_hint(index_dir)}"
@@ -57,6 +65,12 @@ def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
     if not np.isfinite(vectors).all():
         raise IndexCorrupt(f"the index vectors contain NaN or infinite values; {fix_hint(index_dir)}")
     return vectors
+
+
+def _vectors_bound(manifest: Manifest) -> int:
+    """The size of the largest vectors file ``manifest`` can name: its rows of float32 at its dimension."""
+    dimension = manifest.embedder.dimension
+    return manifest.rows * dimension * 4 + VECTORS_HEADER_BYTES if dimension else MAX_VECTORS_BYTES
 
 
 def load_index(index_dir: Path, attempts: int = 3) -> tuple[Manifest, np.ndarray]:
@@ -118,7 +132,7 @@ def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> Non
 def read_manifest_file_name(index_dir: Path) -> str | None:
     """The vectors file the published manifest points at, if readable."""
     try:
-        return json.loads((Path(index_dir) / MANIFEST).read_bytes())["vectors"]["file"]
+        return json.loads(read_regular_file(Path(index_dir) / MANIFEST, MAX_MANIFEST_BYTES))["vectors"]["file"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -138,7 +152,11 @@ def build_lock(index_dir: Path) -> Iterator[None]:
     """Hold the index folder's build lock, or raise :class:`BuildLocked` at once."""
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(index_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = open_for_writing(index_dir / LOCK, LOCK_MODE)  # never through a link: ftruncate must not reach it
+    except NotRegularFile as exc:
+        raise IndexCorrupt(f"the build lock {index_dir / LOCK} is {exc}; remove it, then run this build "
+                           "again") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -177,7 +195,7 @@ def write_router_section(index_dir: Path, router: dict) -> None:
     with build_lock(index_dir):
         read_manifest(index_dir)  # validates, raising IndexMissing / IndexCorrupt
         path = index_dir / MANIFEST
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_regular_file(path, MAX_MANIFEST_BYTES))
         data["router"] = router
         atomic_write(path, _manifest_bytes(data))
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import first_line
-from ...index import MANIFEST
+from ...files import open_regular_file, read_regular_file
+from ...index import MANIFEST, MAX_MANIFEST_BYTES
 from ...requirements import CORE_MODULES, EMBEDDER_MODULES, missing_modules, package_name, unmet_requirements
 from ...settings import EmbedderSettings
 
@@ -104,7 +105,7 @@ def routing_backend(embedder: EmbedderSettings, index_dir: Path) -> str:
     if embedder != EmbedderSettings():
         return embedder.backend
     try:
-        with open(Path(index_dir) / MANIFEST, "rb") as manifest:
+        with open_regular_file(Path(index_dir) / MANIFEST) as manifest:  # never a FIFO: register() must not wait
             start = manifest.read(MANIFEST_PREFIX).decode("utf-8", "replace")
     except OSError:
         return embedder.backend
@@ -119,7 +120,7 @@ _BUILT_WITH = re.compile(r'"embedder"\s*:\s*\{\s*"backend"\s*:\s*"([^"\\]*)"')
 def index_manifest(index_dir: Path) -> dict:
     """The index's manifest as plain JSON (no numpy), or {} when there is none to read."""
     try:
-        data = json.loads((Path(index_dir) / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads(read_regular_file(Path(index_dir) / MANIFEST, MAX_MANIFEST_BYTES))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ...errors import command_name
+from ...files import open_regular_file, read_regular_file
 from ...requirements import install_command, project_folder
 from ...settings import EmbedderSettings
 from ..config import PLUGIN_NAME, hermes_command, index_dir, load_config, read_settings, state_dir
@@ -28,6 +29,7 @@ from .install_fix import install_fix
 from .report import FAIL, OK, WARN, Check, Setup
 
 ENTRY_POINTS = "hermes_agent.plugins"
+GIT_CONFIG_BYTES = 64 * 1024  # a checkout's .git/config is well under 1 KB
 
 
 def read_setup() -> Setup:
@@ -63,7 +65,7 @@ def python_check(setup: Setup) -> Check:
 def _python_of(script: str | None) -> Path | None:
     """The interpreter a console script starts, from its ``#!`` line."""
     try:
-        with open(script, "rb") as handle:
+        with open_regular_file(script) as handle:
             first = handle.readline(512).decode("utf-8", "replace")
     except (OSError, TypeError):
         return None
@@ -168,7 +170,7 @@ def plugin_source() -> str | None:
     if folder is None or not (folder / ".git").exists():
         return None
     try:
-        config = (folder / ".git" / "config").read_text(encoding="utf-8", errors="replace")
+        config = read_regular_file(folder / ".git" / "config", GIT_CONFIG_BYTES).decode("utf-8", "replace")
     except OSError:
         config = ""
     section = config.split('[remote "origin"]', 1)[1].split("\n[", 1)[0] if '[remote "origin"]' in config else ""
