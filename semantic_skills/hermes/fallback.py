@@ -27,7 +27,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..files import read_regular_file
-from ..index import MANIFEST
+from ..index import MANIFEST, MAX_MANIFEST_BYTES
 from ..skills.discovery import discover_skills
 from ..skills.look_alikes import Claim, earlier_claims, groups_from_json
 from ..skills.words import match_by_words
@@ -66,9 +66,6 @@ def library_is_empty(rt: PluginRuntime) -> bool:
     except (OSError, ValueError):
         return False  # no index, or one that holds skills: routing_problem and the worker say the rest
     return isinstance(data, dict) and data.get("skills") == []
-
-
-MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 
 
 def recorded_claims(rt: PluginRuntime) -> dict[str, list[Claim]]:
