@@ -21,8 +21,9 @@ from .embedders.base import Embedder, EmbedderIdentity
 from .embedders.factory import configured_identity, create_embedder
 from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from .index.diff import IndexDiff, parsed_records
+from .index.lock import build_lock
 from .index.manifest import Manifest, SkillRecord
-from .index.store import build_lock, load_index, remove_stale_files, write_index
+from .index.store import load_index, remove_stale_files, write_index
 from .settings import EmbedderSettings
 from .skills.discovery import Discovery, SkillsRoot, SkippedFile, discover_skills
 from .skills.names import Duplicate, NameConflict

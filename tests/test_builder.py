@@ -24,8 +24,9 @@ from semantic_skills import recipe
 from semantic_skills.builder import build_index
 from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import BuildLocked
+from semantic_skills.index.lock import build_lock
 from semantic_skills.index.manifest import MANIFEST, read_manifest
-from semantic_skills.index.store import build_lock, load_index
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.skills.parsing import NAMING

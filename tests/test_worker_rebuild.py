@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from semantic_skills.builder import build_index
-from semantic_skills.index.store import build_lock, load_index
+from semantic_skills.index.lock import build_lock
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.priority import BACKGROUND_NICENESS

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import secrets
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from ..errors import BuildLocked, IndexCorrupt, first_line
-from ..files import NotRegularFile, Stamp, atomic_write, file_stamp, open_for_writing, read_regular_file
+from ..errors import IndexCorrupt, first_line
+from ..files import Stamp, atomic_write, file_stamp, read_regular_file
 from . import MAX_MANIFEST_BYTES
+from .lock import build_lock
 from .manifest import MANIFEST, Manifest, fix_hint, read_manifest
 
-LOCK = ".lock"
-LOCK_MODE = 0o644
 VECTORS_HEADER_BYTES = 4096  # room for the FAISS flat index's header (45 bytes) before its rows
 MAX_VECTORS_BYTES = 4 << 30  # when the manifest does not say the dimension
 
@@ -145,44 +140,6 @@ def remove_stale_files(index_dir: Path, keep: set[str]) -> None:
             entry.unlink(missing_ok=True)
         elif name.startswith("vectors-") and name.endswith(".faiss") and name not in keep:
             entry.unlink(missing_ok=True)
-
-
-@contextmanager
-def build_lock(index_dir: Path) -> Iterator[None]:
-    """Hold the index folder's build lock, or raise :class:`BuildLocked` at once."""
-    index_dir = Path(index_dir)
-    index_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = open_for_writing(index_dir / LOCK, LOCK_MODE)  # never through a link: ftruncate must not reach it
-    except NotRegularFile as exc:
-        raise IndexCorrupt(f"the build lock {index_dir / LOCK} is {exc}; remove it, then run this build "
-                           "again") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise BuildLocked(
-                f"another build (pid {holder}) is updating {index_dir}; wait for it to finish, "
-                "then run this build again"
-            ) from None
-        _record_holder(fd)
-        try:
-            yield
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _record_holder(fd: int) -> None:
-    """Write this process's id into the held lock file, for a second build's message; skipped on a full disk."""
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-    except OSError:
-        pass
 
 
 def write_router_section(index_dir: Path, router: dict) -> None:

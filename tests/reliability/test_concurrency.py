@@ -17,7 +17,7 @@ from semantic_skills.builder import build_index
 from semantic_skills.embedders.litellm import LiteLLMEmbedder
 from semantic_skills.hermes import hooks
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.index.store import LOCK
+from semantic_skills.index.lock import LOCK
 from semantic_skills.router import SkillRouter
 from semantic_skills.skills.discovery import SkillsRoot
 
