@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,9 +11,9 @@ import click
 
 from .. import __version__
 from ..errors import DEFAULT_COMMAND, SemanticSkillsError
-from ..glyphs import visible
 from ..requirements import dependency_fix
 from ..settings import EMBEDDER_BACKENDS
+from .output import echo
 
 
 class _Command(click.Command):
@@ -74,20 +73,6 @@ def _configured_backend() -> str:
 def _fail(message: str, code: int = 1):
     echo(f"semantic-skills: error: {message}", err=True)
     sys.exit(code)
-
-
-def echo(text: str = "", err: bool = False) -> None:
-    """Print ``text`` (to stderr with ``err``), each line with what a terminal would act on written out
-    (:func:`glyphs.visible`): the names, paths and texts of skills and files print as the text they are, and
-    no escape sequence, carriage return or bidi override in them reaches the terminal. Every line the command
-    line prints goes through here or :func:`echo_json`."""
-    click.echo("\n".join(visible(line) for line in text.split("\n")), err=err)
-
-
-def echo_json(data) -> None:
-    """Print ``data`` as one line of JSON, in ASCII: every other character as its ``\\u`` escape, so no
-    control or bidi character reaches the terminal, and a JSON reader gets the text back unchanged."""
-    click.echo(json.dumps(data))
 
 
 index_dir_option = click.option(

@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from .app import echo, echo_json, json_option, main
+from .app import json_option, main
+from .output import echo, echo_json
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 INDENT = " " * 5  # a fix goes on its own line, under its problem

@@ -8,7 +8,8 @@ import click
 
 from ..errors import command
 from . import defaults
-from .app import echo, echo_json, json_option, main
+from .app import json_option, main
+from .output import echo, echo_json
 
 SETTINGS_PLACE = "plugins.entries.semantic-skills.settings"
 

@@ -9,7 +9,8 @@ import click
 
 from ..errors import command
 from . import defaults
-from .app import TerminalBar, echo, echo_json, index_dir_option, index_options, json_option, main
+from .app import TerminalBar, index_dir_option, index_options, json_option, main
+from .output import echo, echo_json
 
 
 def _print_build_report(report, roots, as_json: bool) -> None:

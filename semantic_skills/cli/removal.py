@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .app import echo, echo_json, json_option, main
+from .app import json_option, main
+from .output import echo, echo_json
 
 
 @main.command()

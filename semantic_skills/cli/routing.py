@@ -12,7 +12,8 @@ import click
 from ..errors import SemanticSkillsError, command
 from ..gates import FULL
 from . import defaults
-from .app import TerminalBar, echo, echo_json, index_options, json_option, main
+from .app import TerminalBar, index_options, json_option, main
+from .output import echo, echo_json
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE_MESSAGES_BYTES = 1 << 20  # examples/messages.txt is a few KB
