@@ -26,10 +26,20 @@ def settings() -> PluginSettings:
 
 
 def index_dir(chosen: Path | None) -> Path:
-    """``--index-dir``, else the configured or default index folder."""
+    """``--index-dir``, else the configured or default index folder; into the default one, first, the index an
+    earlier release left in the home's plugin folder, if it is this home's (a line on stderr says what became of
+    it: see ``hermes.home_index``)."""
     if chosen:
         return Path(chosen)
-    return _hermes_config().index_dir(settings(), _home())
+    from ..errors import command
+    from ..hermes.home_index import settle_index
+    from .output import echo
+
+    folder = _hermes_config().index_dir(settings(), _home())
+    earlier = settle_index(_home(), _config(), folder)
+    if earlier is not None:
+        echo(earlier.said(command("build")), err=True)
+    return folder
 
 
 def skills_roots() -> list[SkillsRoot]:

@@ -35,6 +35,7 @@ ENTRY_KEY = f"plugins.entries.{PLUGIN_NAME}"  # this plugin's part of config.yam
 SETTINGS_KEY = f"{ENTRY_KEY}.settings"
 INDEX_DIR_ENV = "SEMANTIC_SKILLS_INDEX_DIR"
 DECISION_RECORD_FILE = "decisions.jsonl"  # in the plugin's state folder
+INDEX_FOLDER = "skills_index"  # the default index, in the state folder
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,14 @@ def hermes_command(home: Path) -> str:
     return f"{hermes_cli(home)} {PLUGIN_NAME}"
 
 
+def plugin_folder(home: Path) -> Path:
+    """Where Hermes installs this plugin's code in ``home`` (``hermes plugins install``): code, never state."""
+    return Path(home) / "plugins" / PLUGIN_NAME
+
+
 def state_dir(home: Path) -> Path:
-    """The plugin's own files in a Hermes home: the dedupe record, the decision record (and, by default, the
-    index)."""
+    """The plugin's own files in a Hermes home: the dedupe record, the decision record and, by default, the
+    index."""
     return Path(home) / PLUGIN_NAME
 
 
@@ -216,14 +222,9 @@ def index_dir(settings: Settings, home: Path) -> Path:
 
 
 def default_index_dir(home: Path) -> Path:
-    """Each Hermes home (each profile) has its own index, wherever the plugin's code is installed.
-
-    ``HOME/plugins/semantic-skills/skills_index`` when the plugin folder is
-    installed in that home (as ``hermes plugins install`` puts it), else
-    ``HOME/semantic-skills/skills_index``, beside the plugin's other state.
-    """
-    plugin_folder = home / "plugins" / PLUGIN_NAME
-    return plugin_folder / "skills_index" if plugin_folder.is_dir() else home / PLUGIN_NAME / "skills_index"
+    """The index of ``home`` when no setting names one: ``HOME/semantic-skills/skills_index``, beside the
+    plugin's other state. Never in the plugin folder, which is code and may be a link that other homes share."""
+    return state_dir(home) / INDEX_FOLDER
 
 
 def _section(config: dict, *keys: str) -> dict:

@@ -37,6 +37,7 @@ from .config import (
     state_dir,
     unknown_settings,
 )
+from .home_index import settle_index
 from .host.home import hermes_home
 from .host.limits import hook_context_limit
 from .host.lookup import hermes_distribution
@@ -67,6 +68,8 @@ class PluginRuntime:
         self.decisions = DecisionLog(decision_record_path(home), settings.record_max_bytes, log_once=self.log_once)
         self.eligibility = Eligibility(home, self.config, self.log_once)
         self._reindex_wanted = False
+        self._index_settled = False  # see start()
+        self._start_lock = threading.Lock()
         self.closed = False
 
     @property
@@ -93,7 +96,10 @@ class PluginRuntime:
         self._settings_source, self._settings = config, settings
         self.block_limit = hook_context_limit()
         self.trust.resize(settings.dedupe_max_sessions, settings.dedupe_ttl_seconds)
-        self.client.configure(index_dir(settings, self.home), settings.embedder)
+        folder = index_dir(settings, self.home)
+        if folder != self.index_dir:
+            self._index_settled = False  # the next start() looks for an earlier release's index for it
+        self.client.configure(folder, settings.embedder)
         return settings
 
     def _parse(self, config: dict) -> PluginSettings:
@@ -105,6 +111,27 @@ class PluginRuntime:
             self.log_once(logging.WARNING, f"{where}: {SETTINGS_KEY}.{problem.describe()}; {in_use_instead(problem)} "
                                            f"until it is fixed ({hermes_command(self.home)} doctor)")
         return settings
+
+    def start(self) -> None:
+        """Start the routing worker (a no-op once it runs, or once closed); before the first start for an index
+        folder, move into the home the index an earlier release left in the plugin folder, if it is this
+        home's (see home_index), saying so in one line."""
+        with self._start_lock:
+            if not self._index_settled:
+                self._index_settled = True
+                self._settle_index()
+        self.client.start()
+
+    def _settle_index(self) -> None:
+        try:
+            earlier = settle_index(self.home, self.config(), self.index_dir)
+        except Exception as exc:  # noqa: BLE001 - the index then stays where it is, and routing says what it lacks
+            self.log_once(logging.WARNING, f"could not look for the index an earlier release kept in the plugin "
+                                           f"folder ({type(exc).__name__}: {exc})")
+            return
+        if earlier is not None:
+            self.log_once(logging.INFO if earlier.moved else logging.WARNING,
+                          earlier.said(f"{hermes_command(self.home)} build"))
 
     def route_timeout(self) -> float:
         """How long the gateway loop may wait for a routing answer, in seconds."""
@@ -160,7 +187,7 @@ def get_runtime(home: Path | None = None, start: bool = True) -> PluginRuntime:
                 atexit.register(close_all)
             runtime = _runtimes[home] = PluginRuntime(home)
     if start:
-        runtime.client.start()  # idempotent, and a no-op once the client is closed
+        runtime.start()
         _glyph_data.start()
     return runtime
 

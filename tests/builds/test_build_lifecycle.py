@@ -1,7 +1,10 @@
-"""On each build: ``plugins update`` (which 0.22 scans again) keeps a built index, and ``plugins remove`` leaves
-Hermes starting with no trace of the plugin; each in a home of its own."""
+"""On each build: ``plugins update`` (which 0.22 scans again) keeps the index an earlier release built in the plugin
+folder, the next command moves it into the home, and ``plugins remove`` leaves Hermes starting with no trace of the
+plugin; each in a home of its own."""
 
 from __future__ import annotations
+
+import json
 
 from buildkit import PLUGIN_LOGGER, install_args, log_mark, log_since, use_fake_model
 from fake_llm import FakeChatServer
@@ -16,7 +19,10 @@ def test_an_update_passes_the_scan_and_a_removal_leaves_hermes_starting_clean(bu
     installed = build.run(home, *install_args(build, source), cwd=elsewhere, PM_RECORD=str(tmp_path / "pm.jsonl"))
     assert installed.returncode == 0, installed.explain()
     plugin = home / "plugins" / PLUGIN
-    (plugin / "skills_index" / "manifest.json").write_text("{}")  # the index folder's files are never tracked
+    legacy = plugin / "skills_index"  # where earlier releases built the index: never tracked
+    built = build.run(home, PLUGIN, "build", "--index-dir", str(legacy), cwd=elsewhere)
+    assert built.returncode == 0, built.explain()
+    index = (legacy / "manifest.json").read_bytes()
     (source / "CHANGES.md").write_text("a new release\n")
     git(source, "add", "CHANGES.md")
     git(source, "commit", "-qm", "release")
@@ -26,7 +32,14 @@ def test_an_update_passes_the_scan_and_a_removal_leaves_hermes_starting_clean(bu
     assert updated.returncode == 0, updated.explain()
     assert "BLOCKED" not in updated.output and "caution" not in updated.output, updated.explain()
     assert (plugin / "CHANGES.md").read_text() == "a new release\n"
-    assert (plugin / "skills_index" / "manifest.json").read_text() == "{}"
+    assert (legacy / "manifest.json").read_bytes() == index
+    status = build.run(home, PLUGIN, "status", "--json", cwd=elsewhere)
+    moved_to = home / PLUGIN / "skills_index"
+    assert status.returncode == 0, status.explain()
+    assert status.stderr.strip() == (f"moved this home's index from {legacy}, where earlier releases kept it, to "
+                                     f"{moved_to}"), status.explain()
+    assert json.loads(status.stdout.strip().splitlines()[-1])["index_dir"] == str(moved_to)
+    assert (moved_to / "manifest.json").read_bytes() == index and not legacy.exists()
 
     removed = build.run(home, "plugins", "remove", PLUGIN, cwd=elsewhere)
     listed = build.run(home, "plugins", "list", cwd=elsewhere)

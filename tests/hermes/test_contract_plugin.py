@@ -164,12 +164,12 @@ def test_the_home_follows_hermes_per_context_override(hermes_home, tmp_path):
     assert home.hermes_home() == hermes_home.path
 
 
-def test_the_default_index_belongs_to_the_home(tmp_path):
+def test_the_default_index_belongs_to_the_home_never_to_the_plugin_folder(tmp_path):
     plain = tmp_path / "plain"
     installed = tmp_path / "installed"
-    (installed / "plugins" / PLUGIN_NAME).mkdir(parents=True)
+    (installed / "plugins" / PLUGIN_NAME).mkdir(parents=True)  # code, possibly a link other homes share
     assert default_index_dir(plain) == plain / PLUGIN_NAME / "skills_index"
-    assert default_index_dir(installed) == installed / "plugins" / PLUGIN_NAME / "skills_index"  # as before
+    assert default_index_dir(installed) == installed / PLUGIN_NAME / "skills_index"
 
 
 # --------------------------------------------------------------------------- capabilities

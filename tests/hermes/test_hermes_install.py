@@ -17,6 +17,7 @@ from hermes_testkit import (
     PLUGIN,
     REPO,
     UserInstall,
+    build_index,
     git,
     install_as_a_user,
     run_hermes,
@@ -95,22 +96,32 @@ def test_hermes_semantic_skills_history_reads_this_homes_decision_record(hermes_
     assert "history-probe (full 3, hint 0)" in as_text.stdout
 
 
-def test_update_pulls_new_commits_next_to_a_built_index(tmp_path, plugin_checkout):
+def test_an_update_keeps_an_earlier_releases_index_and_the_next_command_moves_it_into_the_home(tmp_path,
+                                                                                             plugin_checkout):
     home = tmp_path / "home"
     source = tmp_path / "source"
     git(tmp_path, "clone", "-q", str(plugin_checkout), str(source))
     assert run_hermes(home, "plugins", "install", source.as_uri(), "--enable").returncode == 0
     installed = home / "plugins" / PLUGIN
-    (installed / "skills_index" / "manifest.json").write_text("{}")  # a built index is never tracked
+    legacy = installed / "skills_index"  # where earlier releases built the index: never tracked
+    build_index(home, "--index-dir", str(legacy))
+    index = (legacy / "manifest.json").read_bytes()
     (source / "CHANGES.md").write_text("a new release\n")
     git(source, "add", "CHANGES.md")
     git(source, "commit", "-qm", "release")
 
     updated = run_hermes(home, "plugins", "update", PLUGIN)
+    kept = (legacy / "manifest.json").read_bytes()
+    status = run_hermes(home, PLUGIN, "status", "--json")
 
     assert updated.returncode == 0, updated.stdout + updated.stderr
-    assert (installed / "CHANGES.md").read_text() == "a new release\n"
-    assert (installed / "skills_index" / "manifest.json").read_text() == "{}"
+    assert (installed / "CHANGES.md").read_text() == "a new release\n" and kept == index
+    moved_to = home / PLUGIN / "skills_index"
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert status.stderr.strip() == f"moved this home's index from {legacy}, where earlier releases kept it, to " \
+                                    f"{moved_to}"
+    assert json.loads(status.stdout.strip().splitlines()[-1])["index_dir"] == str(moved_to)
+    assert (moved_to / "manifest.json").read_bytes() == index and not legacy.exists()
 
 
 NEW_PACKAGE = "not-a-package-anyone-installed"

@@ -9,11 +9,13 @@ injects nothing and new sessions keep Hermes' own skills listing.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ...errors import IndexMissing, SemanticSkillsError
 from ...logs import OnceLogger
 from ...settings import EmbedderSettings
+from ..home_index import EarlierIndex
 from ..offer.roots import scanned_roots
 from ..offer.rules import DISABLED, ENVIRONMENTS, PLATFORMS, Eligibility, has_conditions
 from .report import FAIL, OK, SKIP, WARN, Check, Setup
@@ -22,8 +24,18 @@ PROBE = "doctor: does the routing worker answer a message?"
 ANSWER_SECONDS = 30.0
 
 
-def index_check(setup: Setup) -> Check:
-    """The index exists, is readable, fits the configured embedder and matches the skills on disk."""
+def index_check(setup: Setup, earlier: EarlierIndex | None = None) -> Check:
+    """The index exists, is readable, fits the configured embedder and matches the skills on disk; ``earlier``, what
+    became of the index an earlier release left in the plugin folder, is said on the same line."""
+    check = _index_check(setup)
+    if earlier is None:
+        return check
+    facts = {**check.facts, "earlier_index": {"folder": str(earlier.legacy), "moved": earlier.moved,
+                                              "reason": earlier.reason}}
+    return replace(check, detail=f"{check.detail}; {earlier.said()}", facts=facts)
+
+
+def _index_check(setup: Setup) -> Check:
     from ...embedders.factory import configured_identity
     from ...index.diff import diff_with_disk
     from ...index.store import load_index

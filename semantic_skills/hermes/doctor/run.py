@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..home_index import EarlierIndex, settle_index
 from .dependencies import missing_dependencies
 from .report import FAIL, SKIP, Check, Progress, Setup, Verdict, verdict
 from .routing_checks import index_check, names_check, skills_check, worker_check
@@ -25,15 +26,18 @@ def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
     """Every check of :data:`ORDER`, yielded as it finishes (a :class:`Progress` before the worker's), then the
     :class:`Verdict` on them."""
     setup = read_setup()
+    earlier = settle_index(setup.home, setup.config, setup.index_dir)
+    if earlier is not None and earlier.moved:
+        setup = read_setup()  # the moved index may decide the embedder routing uses
     checks = []
-    for item in _checks(setup, worker_timeout):
+    for item in _checks(setup, worker_timeout, earlier):
         if isinstance(item, Check):
             checks.append(item)
         yield item
     yield verdict(checks, setup)
 
 
-def _checks(setup: Setup, worker_timeout: float) -> Iterator[Check | Progress]:
+def _checks(setup: Setup, worker_timeout: float, earlier: EarlierIndex | None) -> Iterator[Check | Progress]:
     yield python_check(setup)
     found = missing_dependencies(setup.backend, try_imports=True)
     yield dependencies_check(setup, found)
@@ -48,7 +52,7 @@ def _checks(setup: Setup, worker_timeout: float) -> Iterator[Check | Progress]:
         yield Check("names", SKIP, waits)
         yield Check("worker", SKIP, waits)
         return
-    index = index_check(setup)
+    index = index_check(setup, earlier)
     yield index
     yield names_check(setup, index)
     if found.blocking:
