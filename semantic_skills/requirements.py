@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 import shlex
 import shutil
+import site
 import stat
 import sys
+import sysconfig
 import tomllib
+import urllib.parse
 from pathlib import Path
 
 from .files import read_regular_file
@@ -68,10 +72,28 @@ def missing_modules(modules) -> list[str]:
     return missing
 
 
+CODE_FOLDER = Path(__file__).resolve().parents[1]  # the folder holding this package: a checkout, or site-packages
+
+
 def project_folder() -> Path | None:
     """The source checkout (the plugin folder) holding this package and its ``pyproject.toml``, if any."""
-    folder = Path(__file__).resolve().parents[1]
-    return folder if (folder / "pyproject.toml").is_file() else None
+    return CODE_FOLDER if (CODE_FOLDER / "pyproject.toml").is_file() else None
+
+
+def editable_source() -> Path | None:
+    """The folder pip installed this package from in editable mode (``pip install -e FOLDER``) into this Python's
+    own site-packages (or its user site), as pip recorded it; None when it is not installed there, or not that
+    way. Only those folders are read: a host may put another environment's on ``sys.path``."""
+    places = sysconfig.get_paths()
+    found = importlib.metadata.distributions(name=DISTRIBUTION, path=list(dict.fromkeys(
+        [places["purelib"], places["platlib"], site.getusersitepackages()])))
+    try:
+        where = json.loads(next(iter(found)).read_text("direct_url.json") or "{}")
+    except (StopIteration, ValueError):
+        return None
+    editable = isinstance(where, dict) and isinstance(where.get("dir_info"), dict) and where["dir_info"].get("editable")
+    url = urllib.parse.urlparse(str(where.get("url", ""))) if editable else None
+    return Path(urllib.parse.unquote(url.path)) if url is not None and url.scheme == "file" else None
 
 
 def install_command(backend: str = "sentence-transformers", python: str | None = None,

@@ -58,6 +58,24 @@ def register(ctx) -> None:
     problem = dependency_problem(runtime.home, runtime.settings, runtime.index_dir)
     if problem:
         runtime.log_once(logging.WARNING, problem)
+    elsewhere = foreign_code(runtime.home)
+    if elsewhere:
+        runtime.log_once(logging.WARNING, elsewhere)
+
+
+def foreign_code(home) -> str:
+    """One line saying that this process runs another folder's code than ``home``'s plugin folder, why, and what to
+    do; "" when it runs this home's own."""
+    from .config import PLUGIN_NAME, hermes_cli
+    from .installs import running_elsewhere
+
+    elsewhere = running_elsewhere(home)
+    if not elsewhere:
+        return ""
+    return (f"{elsewhere}: this process had imported that one already (a gateway serving several profiles imports "
+            "the plugin once, for the first of them), so this home runs that release; keep every home this process "
+            f"serves on one release ({hermes_cli(home)} plugins update {PLUGIN_NAME}, and the same in each), or "
+            "serve this home from a process of its own")
 
 
 def runs_own_command(argv: list[str] | None = None) -> bool:

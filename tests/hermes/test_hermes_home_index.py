@@ -1,15 +1,20 @@
-"""A Hermes home owns its index, with the real ``hermes`` command line (0.19).
+"""A Hermes home owns its index and runs its own code, with the real ``hermes`` command line (0.19).
 
 Two homes that link one plugin folder into their ``plugins/`` (a common way
 to develop or share a plugin across profiles) never read each other's index;
 an index an earlier release kept in the plugin folder is moved into the home
-whose skills it holds, and left alone by any other.
+whose skills it holds, and left alone by any other; and a second home on a
+Python where ``pip install -e`` installed the first home's plugin folder runs
+its own folder's code, is told when it does not, and is not silently planned
+out of the packages it needs.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +26,12 @@ from hermes_testkit import (
     NO_RUNTIME_INSTALLS,
     ONNX,
     PLUGIN,
+    REPO,
     build_index,
+    git,
+    install_as_a_user,
     run_hermes,
+    subprocess_env,
 )
 from support import write_skill
 
@@ -173,3 +182,81 @@ def test_an_index_in_a_linked_plugin_folder_moves_only_into_the_home_whose_skill
                               f"to {state_index(a)}")
     assert (state_index(a) / "manifest.json").read_bytes() == built and not legacy.exists()
     assert a_status["index_dir"] == str(state_index(a)) and a_status["skills"] == 1
+
+    plan = json.loads(run_hermes(b, PLUGIN, "uninstall", "--json").stdout.strip().splitlines()[-1])
+    link = b / "plugins" / PLUGIN
+    assert plan[0]["command"] == f"rm {link}" and str(shared_plugin) in plan[0]["removes"]  # Hermes cannot rm a link
+    state = next(step for step in plan if step["command"] == f"rm -rf {b / PLUGIN}")
+    assert state["removes"].startswith("its index, ") and state["frees_bytes"] > 0
+
+
+# --------------------------------------------------------------------------- one Python, the plugin in two homes
+
+
+def test_a_second_home_runs_its_own_plugin_folder_where_pip_installed_the_first_ones(tmp_path, plugin_checkout):
+    source = tmp_path / "source"
+    git(tmp_path, "clone", "-q", str(plugin_checkout), str(source))
+    first = install_as_a_user(tmp_path / "user", source.as_uri())  # its pip step: `pip install -e` of its folder
+    version_file = source / "semantic_skills" / "__init__.py"
+    version_file.write_text(version_file.read_text().replace('__version__ = "0.1.0"', '__version__ = "0.1.0+second"'))
+    git(source, "commit", "-qam", "the release the second home installs")
+    second = tmp_path / "second"
+    installed = run_hermes(second, "plugins", "install", source.as_uri(), "--enable", hermes=first.hermes)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    version = run_hermes(second, PLUGIN, "--version", hermes=first.hermes)
+    plan = json.loads(run_hermes(second, PLUGIN, "uninstall", "--json", hermes=first.hermes).stdout.splitlines()[-1])
+    text_plan = run_hermes(second, PLUGIN, "uninstall", hermes=first.hermes).stdout
+    under_hermes = doctor_checks(run_hermes(second, PLUGIN, "doctor", "--json", hermes=first.hermes).stdout)
+    env = {**subprocess_env(second), "PATH": f"{first.bin}:/usr/bin:/bin"}
+    env.pop("PYTHONPATH")
+    outside = subprocess.run([str(first.python), "-m", "semantic_skills", "doctor", "--json"], env=env,
+                             capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=tmp_path)
+
+    assert version.stdout.strip() == "semantic-skills, version 0.1.0+second", version.stdout + version.stderr
+    pip = next(step for step in plan if " -m pip uninstall " in step["command"])
+    assert pip["shared_with"] == [str(first.home)]  # the home whose folder pip installed, and which needs it
+    assert f"# {pip['command']}    # " in text_plan
+    assert f"NOT YET: the plugin in {first.home} runs on these" in text_plan
+    assert under_hermes["code"]["status"] == "ok", under_hermes["code"]
+    assert under_hermes["code"]["facts"]["pip_installed_from"] == str(first.plugin)
+    code = doctor_checks(outside.stdout)["code"]
+    assert code["status"] == "warn", code
+    assert code["detail"].startswith(f"the plugin's code running here is {first.plugin}, the plugin folder of the "
+                                     f"Hermes home {first.home}, not this home's plugin folder "
+                                     f"{second / 'plugins' / PLUGIN}")
+    assert code["fix"] == f"HERMES_HOME={second} hermes {PLUGIN} doctor"
+
+
+def doctor_checks(stdout: str) -> dict[str, dict]:
+    return {check["name"]: check for check in json.loads(stdout.strip().splitlines()[-1])["checks"]}
+
+
+LOADS_ANOTHER_HOME = """
+import logging, sys
+import semantic_skills  # this process has the package already: another home's, or pip's
+logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(levelname)s %(message)s")
+from hermes_cli.plugins import get_plugin_manager
+get_plugin_manager().discover_and_load(force=True)
+print("CODE", semantic_skills.__file__)
+"""
+
+
+def test_a_home_whose_process_runs_another_folders_code_is_told_in_one_line(tmp_path, shared_plugin):
+    """As in a gateway serving several profiles: the process imported the package before it loaded this home's
+    plugin folder, and Python imports a package once."""
+    home = new_home(tmp_path / "home", shared_plugin, link=False)
+    env = subprocess_env(home)
+    env.pop("PYTHONPATH")
+
+    done = subprocess.run([sys.executable, "-c", LOADS_ANOTHER_HOME], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, stdin=subprocess.DEVNULL)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"CODE {REPO / 'semantic_skills' / '__init__.py'}" in done.stdout
+    said = [line for line in done.stdout.splitlines() if "code running here" in line]
+    assert said == [f"WARNING semantic-skills: the plugin's code running here is {REPO}, not this home's plugin "
+                    f"folder {home / 'plugins' / PLUGIN}: this process had imported that one already (a gateway "
+                    "serving several profiles imports the plugin once, for the first of them), so this home runs "
+                    f"that release; keep every home this process serves on one release (HERMES_HOME={home} hermes "
+                    f"plugins update {PLUGIN}, and the same in each), or serve this home from a process of its own"]

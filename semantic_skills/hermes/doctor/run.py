@@ -13,13 +13,15 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..home_index import EarlierIndex, settle_index
+from .code_check import code_check
 from .dependencies import missing_dependencies
 from .report import FAIL, SKIP, Check, Progress, Setup, Verdict, verdict
 from .routing_checks import index_check, names_check, skills_check, worker_check
 from .settings_check import settings_check
 from .setup_checks import dependencies_check, hermes_check, paths_check, plugin_check, python_check, read_setup
 
-ORDER = ("python", "dependencies", "hermes", "plugin", "settings", "paths", "skills", "index", "names", "worker")
+ORDER = ("python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "index", "names",
+         "worker")
 
 
 def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
@@ -43,6 +45,7 @@ def _checks(setup: Setup, worker_timeout: float, earlier: EarlierIndex | None) -
     yield dependencies_check(setup, found)
     yield hermes_check(setup)
     yield plugin_check(setup)
+    yield code_check(setup)
     yield settings_check(setup)
     yield paths_check(setup)
     yield skills_check(setup)
