@@ -83,7 +83,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o666) -> None:
         if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file: name the one meant
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
-    _fsync_dir(path.parent)
+    fsync_folder(path.parent)
 
 
 def set_aside(path: Path) -> Path:
@@ -161,7 +161,8 @@ def _refuse_unless_own(info: os.stat_result) -> None:
         raise NotRegularFile("hard link", "a hard link (the same file has another name too), not a file of its own")
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_folder(path: Path) -> None:
+    """Write ``path``'s entries (a rename, a new link) through to the disk; quietly nothing where it cannot."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:

@@ -214,6 +214,8 @@ NOT_A_READ = {  # each call the check finds outside files.py, with why it reads 
     ("semantic_skills/cli/app.py", "os.open"): "the null device, put in place of a stdout whose reader left",
     ("semantic_skills/router.py", "cls.open"): "SkillRouter.open: an index folder, read through index/store.py",
     ("semantic_skills/cli/routing.py", "SkillRouter.open"): "the same",
+    ("semantic_skills/requirements.py", "next(iter(found)).read_text"): "pip's record of how this package was "
+                                                                        "installed, in this Python's site-packages",
 }
 
 

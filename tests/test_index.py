@@ -13,8 +13,9 @@ import pytest
 
 from semantic_skills.embedders.base import Embedder
 from semantic_skills.errors import EmbedderMismatch, IndexCorrupt, IndexFromAnotherRelease, IndexMissing
+from semantic_skills.index.lock import build_lock
 from semantic_skills.index.manifest import MANIFEST
-from semantic_skills.index.store import build_lock, load_index
+from semantic_skills.index.store import load_index
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 

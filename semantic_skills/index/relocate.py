@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import first_line
-from ..files import read_regular_file
-from . import MANIFEST
+from ..files import atomic_write, fsync_folder, read_regular_file
+from . import MANIFEST, MAX_MANIFEST_BYTES
 from .lock import LOCK, build_lock
 
-MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # about 3 KB a skill: far above any real index; a bigger one is not read
+MAX_INDEX_FILE_BYTES = 4 << 30  # a vectors file copied across file systems is read whole, up to this
 
 
 def move_index(source: Path, target: Path, judge: Callable[[list[str]], str]) -> str:
@@ -53,7 +53,7 @@ def move_index(source: Path, target: Path, judge: Callable[[list[str]], str]) ->
                  and entry.name not in (LOCK, MANIFEST) and not entry.name.endswith(".tmp")]
         for name in [*names, MANIFEST]:  # the manifest last: it is what makes the index there
             _place(source / name, target / name)
-        _flush(target)
+        fsync_folder(target)
         shutil.rmtree(source, ignore_errors=True)
     return ""
 
@@ -68,25 +68,17 @@ def manifest_roots(index_dir: Path) -> list[str]:
 
 
 def _place(source: Path, target: Path) -> None:
-    """``source``'s bytes at ``target`` in one step (a hard link, else a copy renamed into place); ``source`` stays."""
+    """``source``'s bytes at ``target`` in one step (a hard link, else a copy through the one atomic write);
+    ``source`` stays."""
     staged = target.with_name(f".{target.name}.{os.urandom(4).hex()}.tmp")
     try:
-        try:
-            os.link(source, staged, follow_symlinks=False)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                raise
-            shutil.copyfile(source, staged, follow_symlinks=False)
-            _flush(staged)
+        os.link(source, staged, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        atomic_write(target, read_regular_file(source, MAX_INDEX_FILE_BYTES, follow=False))
+        return
+    try:
         os.replace(staged, target)
     finally:
         staged.unlink(missing_ok=True)
-
-
-def _flush(path: Path) -> None:
-    """``path`` (a file or a folder's entries) written through to the disk."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
