@@ -360,15 +360,18 @@ def test_full_prompt_mode_sends_hermes_listing_as_it_is(plugin_manager, hermes_h
         hermes_home.configure()
 
 
-def test_a_listing_in_a_shape_not_recognised_is_sent_as_it_is_and_it_is_said_once(plugin_manager, caplog):
+def test_a_listing_hermes_builder_did_not_render_is_sent_as_it_is_and_it_is_said_once(plugin_manager, caplog):
+    """Heading, tags and rows in the listing's shape, but not the bytes Hermes' builder renders for the session's
+    tools: nothing can say it is Hermes' listing, so nothing is replaced."""
     from hermes_cli.middleware import apply_llm_request_middleware
 
     request, context = hermes_request("middleware-odd")
-    request["messages"][0]["content"] += "\n\n## Skills\n<available_skills>\n</available_skills>"
+    system = request["messages"][0]["content"]
+    request["messages"][0]["content"] = system.replace("docker-compose-debug", "docker-compose-debugger")
     with caplog.at_level(logging.WARNING, logger="semantic_skills"):
         for _ in range(2):
             assert apply_llm_request_middleware(copy.deepcopy(request), **context).payload == request
-    assert len([r for r in caplog.records if "not in a shape this plugin recognises" in r.getMessage()]) == 1
+    assert len([r for r in caplog.records if "is not in its system prompt" in r.getMessage()]) == 1
 
 
 def test_a_request_without_a_listing_is_left_alone(plugin_manager):

@@ -15,13 +15,14 @@ from typing import Iterator
 from ..home_index import EarlierIndex, settle_index
 from .code_check import code_check
 from .dependencies import missing_dependencies
+from .prompt_check import listing_check
 from .report import FAIL, SKIP, Check, Progress, Setup, Verdict, verdict
 from .routing_checks import index_check, names_check, skills_check, worker_check
 from .settings_check import settings_check
 from .setup_checks import dependencies_check, hermes_check, paths_check, plugin_check, python_check, read_setup
 
-ORDER = ("python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "index", "names",
-         "worker")
+ORDER = ("python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "listing", "index",
+         "names", "worker")
 
 
 def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
@@ -49,6 +50,7 @@ def _checks(setup: Setup, worker_timeout: float, earlier: EarlierIndex | None) -
     yield settings_check(setup)
     yield paths_check(setup)
     yield skills_check(setup)
+    yield listing_check(setup)
     if found.core_missing:
         waits = f"checked once {', '.join(found.core_missing)} import (see dependencies above)"
         yield Check("index", SKIP, waits)
