@@ -147,3 +147,18 @@ def agent_report(installed, elsewhere, shared) -> dict:
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     return once(shared, installed.build.label, "agent_report", drive)
+
+
+@pytest.fixture(scope="session")
+def listing_report(installed, shared) -> dict:
+    """What drivers/listing_cases.py saw: agent turns whose context file, memory entry or skill description holds
+    the listing's tags and heading, and one whose session has no skills tool."""
+
+    def drive() -> dict:
+        project = shared / f"project-{installed.build.label}"
+        done = installed.build.run_python(installed.home, str(DRIVERS / "listing_cases.py"), str(project),
+                                          cwd=project.parent)
+        assert done.returncode == 0, done.explain()
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    return once(shared, installed.build.label, "listing_report", drive)

@@ -41,11 +41,12 @@ def load_plugin() -> dict:
 
 
 def make_agent(base_url: str, session_id: str, **options):
-    """A real AIAgent on the fake model, given the options this build's constructor accepts."""
+    """A real AIAgent on the fake model (``options`` over the defaults), given the options this build's constructor
+    accepts."""
     from run_agent import AIAgent
 
     wanted = dict(base_url=base_url, api_key="sk-test", model="fake-model", quiet_mode=True, skip_context_files=True,
-                  skip_memory=True, skip_background_review=True, session_id=session_id, max_iterations=4, **options)
+                  skip_memory=True, skip_background_review=True, session_id=session_id, max_iterations=4) | options
     accepted = inspect.signature(AIAgent.__init__).parameters
     return AIAgent(**{name: value for name, value in wanted.items() if name in accepted})
 
