@@ -69,8 +69,9 @@ def test_doctor_streams_its_lines_and_says_routing_works_with_what_falls_back(tm
     assert code == 0, "\n".join(lines)
     marks = [line.split(":")[0] for line in lines if not line.startswith((" ", "routing"))]
     assert marks == ["ok   python", "ok   dependencies", "ok   hermes", "ok   plugin", "ok   code", "WARN settings",
-                     "ok   paths", "ok   skills", "ok   index", "ok   names", "...  starting the routing worker with "
-                     "the onnx embedder (loading the index and the model; up to 120 s)...", "ok   worker"]
+                     "ok   paths", "ok   skills", "ok   listing", "ok   index", "ok   names",
+                     "...  starting the routing worker with the onnx embedder (loading the index and the model; up "
+                     "to 120 s)...", "ok   worker"]
     settings = next(line for line in lines if line.startswith("WARN settings"))
     assert settings == ("WARN settings: threshold 'high' is not a number from 0.30 to 1.0: routing uses 0.38 (the "
                         "default floor); every other setting applies as set")

@@ -24,8 +24,8 @@ from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, REPO, WORKER_READY_SECONDS, p
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 FIX = "install the plugin's dependencies into this Python: "
 HIDDEN = ("numpy", "faiss", "semantic_skills", "__editable__")  # step 1 skipped: only what Hermes brings
-CHECKS = ["python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "index", "names",
-          "worker"]
+CHECKS = ["python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "listing", "index",
+          "names", "worker"]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from semantic_skills.errors import ConfigError
 from semantic_skills.hermes import tool
 from semantic_skills.hermes.config import PluginSettings
 from semantic_skills.hermes.offer.rules import Eligibility
-from semantic_skills.hermes.prompt import stub
+from semantic_skills.hermes.prompt import kept, stub
 from semantic_skills.hermes.runtime import PluginRuntime
 from semantic_skills.hermes.trust.ledger import BlockLedger
 from semantic_skills.hermes.trust.live import LiveContext, covered, current_message_index
@@ -360,7 +360,8 @@ def test_full_prompt_mode_sends_hermes_listing_as_it_is(plugin_manager, hermes_h
         hermes_home.configure()
 
 
-def test_a_listing_hermes_builder_did_not_render_is_sent_as_it_is_and_it_is_said_once(plugin_manager, caplog):
+def test_a_listing_hermes_builder_did_not_render_is_sent_as_it_is_and_it_is_said_once(plugin_manager, hermes_home,
+                                                                                     caplog):
     """Heading, tags and rows in the listing's shape, but not the bytes Hermes' builder renders for the session's
     tools: nothing can say it is Hermes' listing, so nothing is replaced."""
     from hermes_cli.middleware import apply_llm_request_middleware
@@ -372,6 +373,9 @@ def test_a_listing_hermes_builder_did_not_render_is_sent_as_it_is_and_it_is_said
         for _ in range(2):
             assert apply_llm_request_middleware(copy.deepcopy(request), **context).payload == request
     assert len([r for r in caplog.records if "is not in its system prompt" in r.getMessage()]) == 1
+    record = kept.record_path(hermes_home.path)
+    assert "is not in its system prompt" in record.read_text()  # for doctor
+    record.unlink()
 
 
 def test_a_request_without_a_listing_is_left_alone(plugin_manager):
