@@ -148,6 +148,35 @@ def test_without_hermes_listing_a_heading_and_tags_elsewhere_are_never_taken_for
     assert not [r for r in caplog.records if "listing" in r.getMessage()]  # nothing to say: there is no listing
 
 
+def test_a_skill_added_in_mid_session_changes_none_of_its_requests(llm, runtime, extra_skill, tmp_path):
+    """The gateway's way: a fresh agent restores the session's prompt from the session database, its listing as
+    Hermes built it at the start, while Hermes' builder now renders another (a skill added meanwhile). The place
+    found on the session's first request holds: both requests carry the same bytes, the stub in place."""
+    from hermes_state import SessionDB
+
+    from fake_llm import make_agent
+
+    sessions = SessionDB(tmp_path / "state.db")
+    start = len(llm.chat_requests())
+    first = make_agent(llm, "listing-mid-session", session_db=sessions)
+    history = first.run_conversation(QUESTION)["messages"]
+    extra_skill("late-skill", """\
+        ---
+        name: late-skill
+        description: Added while the session ran.
+        ---
+        # Late
+        """)
+    again = make_agent(llm, "listing-mid-session", session_db=sessions)
+    again.run_conversation("And a black one?", conversation_history=history)
+
+    assert again._cached_system_prompt == first._cached_system_prompt  # Hermes restored its own prompt
+    assert "late-skill" in hermes_listing(again) and hermes_listing(again) not in again._cached_system_prompt
+    systems = [request["messages"][0]["content"] for request in llm.chat_requests()[start:]]
+    assert len(systems) == 2 and systems[0] == systems[1]
+    assert section_for(llm.chat_requests()[-1]) in systems[0] and "late-skill" not in systems[0]
+
+
 def test_a_copy_of_the_listing_elsewhere_keeps_hermes_prompt_and_says_so_once_in_doctor_too(
         llm, runtime, project, hermes_home, caplog):
     """The one case left where the plugin cannot be sure which copy is Hermes': the prompt goes out as Hermes built
