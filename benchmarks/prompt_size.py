@@ -12,7 +12,9 @@ listing included), and a chat-completions request carrying it goes through
 Hermes' ``apply_llm_request_middleware`` as a turn's request does. One JSON
 line per mode gives the size of Hermes' skills section and of the system
 prompt sent, in characters and tokens, and the middleware pass's median and
-99th-percentile time per request. Tokens are counted with the o200k_base
+99th-percentile time per request: on a session's first request (up to 100
+new sessions: in ``compact`` mode the plugin asks Hermes' builder for the
+session's listing and finds it) and on the requests after it (one session). Tokens are counted with the o200k_base
 tokenizer when the ``bpe-openai`` package is importable, else estimated as
 Hermes does (characters / 4).
 """
@@ -22,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,12 +79,17 @@ def measure(skills_dir: Path, requests: int) -> list[dict]:
         built = agent._build_system_prompt()
         request = {"model": "fake-model", "messages": [{"role": "system", "content": built},
                                                        {"role": "user", "content": "hello"}], "tools": agent.tools}
-        seconds = []
-        for turn in range(requests):
+        def timed(session: str, turn: int) -> tuple[float, dict]:
             started = time.perf_counter()
-            sent = apply_llm_request_middleware(request, session_id=f"size-{mode}", platform="cli",
-                                                turn_id=f"size-{mode}:{turn}").payload
-            seconds.append(time.perf_counter() - started)
+            sent = apply_llm_request_middleware(request, session_id=session, platform="cli",
+                                                turn_id=f"{session}:{turn}").payload
+            return time.perf_counter() - started, sent
+
+        firsts = [timed(f"size-{mode}-new-{n}", 0)[0] for n in range(min(requests, 100))]
+        seconds, sent = [], request
+        for turn in range(requests):
+            took, sent = timed(f"size-{mode}", turn)
+            seconds.append(took)
         system = sent["messages"][0]["content"]
         rows.append({
             "prompt_mode": mode,
@@ -93,11 +99,17 @@ def measure(skills_dir: Path, requests: int) -> list[dict]:
             "system_prompt_built_chars": len(built),
             "system_prompt_sent_chars": len(system),
             "system_prompt_sent_tokens": count(system),
-            "middleware_ms_p50": round(statistics.median(seconds) * 1000, 3),
-            "middleware_ms_p99": round(sorted(seconds)[int(0.99 * (len(seconds) - 1))] * 1000, 3),
+            "middleware_ms_p50": milliseconds(seconds, 0.5),
+            "middleware_ms_p99": milliseconds(seconds, 0.99),
+            "first_request_ms_p50": milliseconds(firsts, 0.5),
+            "first_request_ms_p99": milliseconds(firsts, 0.99),
             "tokenizer": tokenizer,
         })
     return rows
+
+
+def milliseconds(seconds: list[float], quantile: float) -> float:
+    return round(sorted(seconds)[int(quantile * (len(seconds) - 1))] * 1000, 3)
 
 
 def main() -> None:
