@@ -49,5 +49,6 @@ def listing_check(setup: Setup) -> Check:
         return Check(NAME, WARN, f"on {when} a session kept Hermes' own skills listing: {seen.reason}", fix, facts)
     if not listing:
         return Check(NAME, OK, "Hermes lists no skill here: there is no listing to replace", facts=facts)
-    return Check(NAME, OK, f"each session's system prompt carries the {len(COMPACT_SKILLS_PROMPT):,}-character "
-                           f"compact section in place of Hermes' {len(listing):,}-character listing", facts=facts)
+    return Check(NAME, OK, f"while routing works, each session's system prompt carries the "
+                           f"{len(COMPACT_SKILLS_PROMPT):,}-character compact section in place of Hermes' "
+                           f"{len(listing):,}-character listing", facts=facts)
