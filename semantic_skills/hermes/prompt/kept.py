@@ -1,8 +1,9 @@
 """The last time a session's system prompt kept Hermes' listing because the plugin could not be sure where it lay.
 
 The middleware logs such a case once, and writes it here
-(``semantic-skills/listing-kept.json`` in the Hermes home, readable by its
-owner only), so ``doctor``, which runs in another process, can say it too.
+(``semantic-skills/listing-kept.json`` in the Hermes home: replaced whole by
+a new file readable by its owner only, read back never through a link), so
+``doctor``, which runs in another process, can say it too.
 The next session whose listing is swapped removes the record: doctor then has
 nothing to warn about. The file changes only when the outcome does (a new
 reason, or a swap after a kept listing), at most once per session; a file
@@ -73,7 +74,7 @@ def forget(home: Path) -> None:
 def last_kept(home: Path) -> Kept | None:
     """The record of ``home``, or None when there is none (or it is unreadable: nothing to report)."""
     try:
-        data = json.loads(read_regular_file(record_path(home), MAX_RECORD_BYTES))
+        data = json.loads(read_regular_file(record_path(home), MAX_RECORD_BYTES, follow=False))
         return Kept(float(data["when"]), str(data["reason"])[:MAX_REASON_CHARS])
     except (OSError, ValueError, TypeError, KeyError):
         return None
