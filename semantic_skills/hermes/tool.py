@@ -16,7 +16,11 @@ from .prompt.stub import SEARCH_TOOL
 from .runtime import PluginRuntime
 
 NAME = SEARCH_TOOL
-TOOLSET = "semantic_skills"
+# Hermes' own skills toolset (skills_list, skill_view, skill_manage), which every Hermes declares in its toolsets
+# module: Hermes 0.20+ checks a session's toolsets before plugins load, against that module and the live registry,
+# taking plugin toolsets from the last run's cache, so a toolset of the plugin's own was "Unknown" on every chat
+# after the first, and once more after removal. A bundled plugin (spotify) shares a declared key the same way.
+TOOLSET = "skills"
 
 SCHEMA = {
     "name": NAME,

@@ -41,11 +41,13 @@ OWN_BUILD = "0.19.0"  # the Hermes of the venv running the tests
 LABELS = (OWN_BUILD, "0.20.1", "0.22.2")
 WITHOUT_PM = HERE / "hermes_without_pm.py"
 DRIVERS = HERE / "drivers"
+SLOW_PLUGIN = "slow-neighbour"  # see add_slow_plugin
 PLUGIN_LOGGER = re.compile(r"semantic[-_]skills", re.IGNORECASE)
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
 PDF = "Can you turn this scanned contract PDF into markdown with the tables intact?"
 OFF_TOPIC = "What's a good name for a grey kitten?"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+WARNING_LINE = re.compile(r"warn|⚠|\berror\b|traceback", re.IGNORECASE)
 
 PROBE = """
 import importlib.metadata as md, importlib.util as iu, json
@@ -226,6 +228,38 @@ def user_message(request: dict) -> str:
 
 
 # --------------------------------------------------------------------------- a Hermes home
+
+
+def quiet_machine(home: Path, workdir: Path) -> None:
+    """Turn off what Hermes says about this machine in every chat, plugin or none, so that whatever warning a chat
+    prints comes from the plugin: the tirith scanner missing here (0.19, 0.20) and 0.20.1's note on a TERMINAL_CWD
+    it sets itself while ``terminal.cwd`` is unset (``workdir``: the folder the chats run in)."""
+    path = home / "config.yaml"
+    config = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    config.setdefault("security", {})["tirith_enabled"] = False
+    config.setdefault("terminal", {})["cwd"] = str(workdir)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def add_slow_plugin(home: Path, seconds: float = 2.0) -> None:
+    """An enabled plugin of the user's in ``home`` whose ``register()`` takes ``seconds``, as one that imports a large
+    library does. Hermes 0.20+ loads plugins on a thread while a chat starts, and until they are loaded takes the
+    plugin toolsets from its cache of the previous run: beside this plugin a chat always gets there first."""
+    folder = home / "plugins" / SLOW_PLUGIN
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "plugin.yaml").write_text(f"name: {SLOW_PLUGIN}\nversion: 0.1.0\ndescription: starts slowly\n")
+    (folder / "__init__.py").write_text(f"import time\n\n\ndef register(ctx):\n    time.sleep({seconds})\n")
+    path = home / "config.yaml"
+    config = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    enabled = config.setdefault("plugins", {}).setdefault("enabled", [])
+    if SLOW_PLUGIN not in enabled:
+        enabled.append(SLOW_PLUGIN)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def printed_warnings(text: str) -> list[str]:
+    """The lines of a command's output that warn or report an error (Hermes prints "Warning: ...", "⚠ ...")."""
+    return [line for line in ANSI.sub("", text).splitlines() if WARNING_LINE.search(line)]
 
 
 def use_fake_model(home: Path, base_url: str) -> None:

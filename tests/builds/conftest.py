@@ -42,6 +42,7 @@ from buildkit import (  # noqa: E402
     log_since,
     missing_reason,
     once,
+    quiet_machine,
     use_fake_model,
 )
 from fake_llm import FakeChatServer  # noqa: E402
@@ -108,7 +109,8 @@ def installed(build, checkout, elsewhere, shared) -> Installed:
 
 @dataclass
 class Chats:
-    """Two one-shot ``hermes chat -q`` runs, on topic then off topic, and what the model received."""
+    """Two one-shot ``hermes chat -q`` runs, on topic then off topic (the first chats the plugin joins), and what the
+    model received."""
 
     on_topic: Run
     off_topic: Run
@@ -125,6 +127,7 @@ def chats(installed, elsewhere, shared) -> Chats:
         mark = log_mark(home)
         with FakeChatServer() as llm:
             use_fake_model(home, llm.base_url)
+            quiet_machine(home, elsewhere)
             for message in (DOCKER, OFF_TOPIC):
                 start = len(llm.requests)
                 runs[message] = build.run(home, "chat", "-q", message, "-Q", cwd=elsewhere, timeout=600)

@@ -1,12 +1,21 @@
 """On each build: ``plugins update`` (which 0.22 scans again) keeps the index an earlier release built in the plugin
-folder, the next command moves it into the home, and ``plugins remove`` leaves Hermes starting with no trace of the
-plugin; each in a home of its own."""
+folder, the next command moves it into the home, chats print no warning, and ``plugins remove`` after them leaves
+Hermes starting with no trace of the plugin; each in a home of its own."""
 
 from __future__ import annotations
 
 import json
 
-from buildkit import PLUGIN_LOGGER, install_args, log_mark, log_since, use_fake_model
+from buildkit import (
+    PLUGIN_LOGGER,
+    add_slow_plugin,
+    install_args,
+    log_mark,
+    log_since,
+    printed_warnings,
+    quiet_machine,
+    use_fake_model,
+)
 from fake_llm import FakeChatServer
 from hermes_testkit import PLUGIN, forbid_runtime_installs, git
 
@@ -41,13 +50,20 @@ def test_an_update_passes_the_scan_and_a_removal_leaves_hermes_starting_clean(bu
     assert json.loads(status.stdout.strip().splitlines()[-1])["index_dir"] == str(moved_to)
     assert (moved_to / "manifest.json").read_bytes() == index and not legacy.exists()
 
-    removed = build.run(home, "plugins", "remove", PLUGIN, cwd=elsewhere)
-    listed = build.run(home, "plugins", "list", cwd=elsewhere)
     with FakeChatServer() as llm:
         use_fake_model(home, llm.base_url)
+        quiet_machine(home, elsewhere)
+        add_slow_plugin(home)  # each chat checks its toolsets before the plugins are loaded (see below)
+        with_plugin = [build.run(home, "chat", "-q", "hello", "-Q", cwd=elsewhere, timeout=600) for _ in range(2)]
+        removed = build.run(home, "plugins", "remove", PLUGIN, cwd=elsewhere)
         mark = log_mark(home)
         started = build.run(home, "chat", "-q", "hello", "-Q", cwd=elsewhere, timeout=600)
+    listed = build.run(home, "plugins", "list", cwd=elsewhere)  # after that chat: it renews the cache read there
 
+    # Hermes 0.20+ checks a chat's toolsets before plugins load, reading plugin toolsets from a cache the previous
+    # run left: a toolset of the plugin's own was "Unknown" there from the second chat on, and once after removal
+    for chat in with_plugin:
+        assert chat.stdout.strip().endswith("done") and not printed_warnings(chat.output), chat.explain()
     assert removed.returncode == 0 and listed.returncode == 0, removed.explain() + listed.explain()
     assert not plugin.exists() and PLUGIN not in listed.output, listed.explain()
     assert started.stdout.strip().endswith("done"), started.explain()  # the fake model's answer reached the user
@@ -57,3 +73,4 @@ def test_an_update_passes_the_scan_and_a_removal_leaves_hermes_starting_clean(bu
     assert started.returncode == 0 or started.returncode < 0, started.explain()
     traces = [line for line in (started.output + log_since(home, mark)).splitlines() if PLUGIN_LOGGER.search(line)]
     assert not traces, traces
+    assert not printed_warnings(started.output), started.explain()

@@ -65,7 +65,7 @@ def test_plugin_manager_loads_both_hooks_and_the_tool(plugin_manager):
     assert loaded.manifest.source == "user"  # the folder, with its plugin.yaml: the package declares no entry point
     assert HOOKS <= set(loaded.hooks_registered)
     assert loaded.tools_registered == ["search_skills"]
-    assert registry.get_entry("search_skills").toolset == "semantic_skills"
+    assert registry.get_entry("search_skills").toolset == "skills"  # Hermes declares it: checked before plugins load
     assert PLUGIN in plugin_manager._cli_commands
 
 
