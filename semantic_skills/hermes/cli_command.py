@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -52,4 +53,30 @@ def run(args: argparse.Namespace) -> None:
         arguments = args.arguments or ["--help"]
     command = isolated_command(sys.executable, "semantic_skills", *arguments)
     named = hermes_command(hermes_home())  # the fixes it prints name this home, a profile's too
-    sys.exit(subprocess.call(command, env={**os.environ, COMMAND_ENV: named, HOST_ENV: hermes_distribution()}))
+    sys.exit(run_to_the_end(command, {**os.environ, COMMAND_ENV: named, HOST_ENV: hermes_distribution()}))
+
+
+def run_to_the_end(command: list[str], env: dict[str, str]) -> int:
+    """Run ``command`` and return its exit status as a shell gives it (128 + N for a child ended by signal N).
+
+    A Ctrl-C reaches the terminal's whole foreground process group: the child,
+    which says it was interrupted and exits with 130, and this process, which
+    meanwhile only waits for it, as a shell does (left to Python, the
+    KeyboardInterrupt here killed the child before it said a word, and Hermes
+    printed a traceback). A handler that does nothing, unlike ignoring the
+    signal, is not inherited by the child.
+    """
+    try:
+        previous = signal.signal(signal.SIGINT, _wait_for_the_child)
+    except ValueError:  # not the main thread: signals are not this thread's to handle
+        previous = None
+    try:
+        status = subprocess.Popen(command, env=env).wait()
+    finally:
+        if previous is not None:  # None: not the main thread, or a handler set outside Python (none to put back)
+            signal.signal(signal.SIGINT, previous)
+    return 128 - status if status < 0 else status
+
+
+def _wait_for_the_child(signum, frame) -> None:
+    """SIGINT while the command line's child runs: the child got it too and ends as it chooses."""

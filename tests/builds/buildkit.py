@@ -19,6 +19,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -309,10 +310,12 @@ class TerminalRun:
     questions: list[str]  # each question answered, as the terminal showed its line
 
 
-def run_on_terminal(argv: list[str], env: dict[str, str], cwd: Path, answers: dict[str, str],
-                    timeout: float = 300) -> TerminalRun:
-    """``argv`` on a pseudo-terminal of 200 columns, answering each ``[y/N]`` question whose line contains a key of
-    ``answers`` with its value, and any other question with ``n``."""
+def run_on_terminal(argv: list[str], env: dict[str, str], cwd: Path, answers: dict[str, str], timeout: float = 300,
+                    interrupt_when: Callable[[], bool] | None = None) -> TerminalRun:
+    """``argv`` on a pseudo-terminal of 200 columns, in a process group of its own, answering each ``[y/N]`` question
+    whose line contains a key of ``answers`` with its value, and any other question with ``n``. With
+    ``interrupt_when``, asked every 50 ms, a SIGINT goes to the whole group once it returns True, as Ctrl-C on a
+    terminal sends it."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
     child = subprocess.Popen(argv, env=env, cwd=cwd, stdin=follower, stdout=follower, stderr=follower,
@@ -322,24 +325,15 @@ def run_on_terminal(argv: list[str], env: dict[str, str], cwd: Path, answers: di
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
-            ready, _, _ = select.select([leader], [], [], 0.5)
-            if not ready:
-                if child.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the child closed the terminal
+            if interrupt_when is not None and interrupt_when():
+                os.killpg(child.pid, signal.SIGINT)
+                interrupt_when = None
+            text = _read_screen(leader, child)
+            if text is None:
                 break
-            if not chunk:
-                break
-            text = ANSI.sub("", chunk.decode("utf-8", "replace")).replace("\r", "")
             screen, pending = screen + text, pending + text
             if re.search(r"\[y/N\]:?\s*$", pending):
-                line = pending.rstrip().splitlines()[-1]
-                answer = next((value for key, value in answers.items() if key in line), "n")
-                questions.append(line)
-                os.write(leader, (answer + "\n").encode())
+                questions.append(_answer(leader, pending, answers))
                 pending = ""
     finally:
         os.close(leader)
@@ -347,3 +341,24 @@ def run_on_terminal(argv: list[str], env: dict[str, str], cwd: Path, answers: di
             child.kill()
         child.wait(timeout=30)
     return TerminalRun(child.returncode, screen, questions)
+
+
+def _read_screen(leader: int, child: subprocess.Popen) -> str | None:
+    """What the terminal shows next (escape sequences removed; "" when nothing came within 50 ms), or None once the
+    command has closed the terminal or ended."""
+    ready, _, _ = select.select([leader], [], [], 0.05)
+    if not ready:
+        return None if child.poll() is not None else ""
+    try:
+        chunk = os.read(leader, 65536)
+    except OSError:  # the child closed the terminal
+        return None
+    return ANSI.sub("", chunk.decode("utf-8", "replace")).replace("\r", "") if chunk else None
+
+
+def _answer(leader: int, pending: str, answers: dict[str, str]) -> str:
+    """Type the answer to the question ending ``pending``; the question's line."""
+    line = pending.rstrip().splitlines()[-1]
+    answer = next((value for key, value in answers.items() if key in line), "n")
+    os.write(leader, (answer + "\n").encode())
+    return line

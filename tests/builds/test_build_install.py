@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from buildkit import Run, once, plugin_problems
+from buildkit import Run, once, plugin_problems, run_on_terminal
 from hermes_testkit import PLUGIN, write_settings
 
 QUESTIONS = ("[y/N]", "Install anyway", "Decision: BLOCKED", "caution")
@@ -30,6 +30,27 @@ def test_hermes_semantic_skills_build_indexes_the_example_skills(installed):
     index = installed.index
     assert index.returncode == 0, index.explain()
     assert "Indexed 10 skills" in index.stdout, index.explain()
+
+
+def test_ctrl_c_during_a_build_ends_it_as_the_standalone_command_does(installed, elsewhere, shared, tmp_path):
+    """Ctrl-C on a terminal (a SIGINT to its foreground process group) while ``hermes semantic-skills build`` holds
+    the index's build lock: the plugin's one line and exit status 130, as ``semantic-skills build`` gives, and no
+    traceback. Hermes' KeyboardInterrupt in ``subprocess.call`` killed the command before it said a word, and
+    Hermes printed 15 lines of traceback."""
+    build, home = installed.build, installed.home
+    lock = tmp_path / "index" / ".lock"  # a build writes its pid there once it holds the lock, empties it at the end
+
+    def interrupt() -> dict:
+        argv = build.argv(PLUGIN, "build", "--full", "--index-dir", str(lock.parent))
+        done = run_on_terminal(argv, build.env(home), elsewhere, {}, timeout=300,
+                               interrupt_when=lambda: lock.is_file() and lock.read_text().strip() != "")
+        return {"returncode": done.returncode, "screen": done.screen}
+
+    done = once(shared, build.label, "interrupted_build", interrupt)
+    lines = done["screen"].strip().splitlines()  # the last one may follow a progress bar's, as standalone
+    assert done["returncode"] == 130 and lines[-1].endswith("semantic-skills: error: interrupted"), done["screen"]
+    assert not [line for line in lines if "Traceback" in line or "KeyboardInterrupt" in line], done["screen"]
+    assert lock.read_text() == ""  # the build let go of its lock: no process of it is left
 
 
 def test_hermes_semantic_skills_doctor_says_routing_works(installed):
