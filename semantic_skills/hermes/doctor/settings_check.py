@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import shlex
 
+import yaml
+
 from ...gates import DEFAULT_FLOOR, FLOOR
 from ...settings import EMBEDDER_BACKENDS, SettingProblem
 from ..config import ENTRY_KEY, SETTINGS_KEY, in_use_instead, not_a_setting, unknown_settings
@@ -31,8 +33,10 @@ def settings_check(setup: Setup) -> Check:
     if unknown:
         details.append(f"ignored by the plugin: {'; '.join(not_a_setting(key, meant) for key, meant in unknown)}")
     fixes = [_unset(setup, problem) for problem in setup.problems]
-    fixes += [_rename(setup.config, setup.hermes, key, meant) for key, meant in unknown]
-    choices = "; ".join(filter(None, (_choose(setup, problem, floor) for problem in setup.problems)))
+    renames = [_rename(setup.config, setup.hermes, key, meant) for key, meant in unknown]
+    fixes += [fix for fix, _ in renames]
+    choices = "; ".join(filter(None, [*(_choose(setup, problem, floor) for problem in setup.problems),
+                                      *(keep for _, keep in renames)]))
     facts = {"invalid": [p.as_dict() for p in setup.problems], "unknown": [key for key, _ in unknown],
              "config": str(config)}
     return Check("settings", WARN, "; ".join(details), " && ".join(fixes), facts, choices)
@@ -75,21 +79,38 @@ def _choose(setup: Setup, problem: SettingProblem, floor: float) -> str:
     return f"to set {problem.key} to {problem.expected}: {setup.hermes} config set {SETTINGS_KEY}.{problem.key} {value}"
 
 
-def _rename(config: dict, hermes: str, key: str, meant: str | None) -> str:
-    """The commands that move ``key`` to ``meant``, both below ENTRY_KEY (a mapping value field by field); only
-    drop it when nothing is meant or ``meant`` is set already (a duplicate must not overwrite the real setting)."""
-    unset = f"{hermes} config unset {ENTRY_KEY}.{key}"
+def _rename(config: dict, hermes: str, key: str, meant: str | None) -> tuple[str, str]:
+    """The commands that move ``key``'s value to ``meant`` (both below ENTRY_KEY): ``hermes config set`` for each
+    field first (a mapping field by field), then ``hermes config unset`` of ``key``, so nothing is lost if a set
+    fails; and, when that replaces a value ``meant`` holds, the command that keeps it instead. A field is not moved
+    onto a section (it would wipe the section's other fields), nor where it is already set to the same value."""
     entry = config["plugins"]["entries"]["semantic-skills"]
-    value = _at(entry, key)
-    if meant is None or _at(entry, meant) is not None:
-        return unset
-    sets = [f"{hermes} config set {ENTRY_KEY}.{meant}{suffix} {shlex.quote(str(leaf))}"
-            for suffix, leaf in _leaves(value, "")]
-    return " && ".join([unset, *sets])
+    unset = f"{hermes} config unset {shlex.quote(f'{ENTRY_KEY}.{key}')}"
+    if meant is None:
+        return unset, ""
+    moves = [(f"{meant}{suffix}", leaf) for suffix, leaf in _leaves(_at(entry, key), "")
+             if leaf is not None and _at(entry, f"{meant}{suffix}") != leaf
+             and not isinstance(_at(entry, f"{meant}{suffix}"), dict)]
+    sets = [f"{hermes} config set {shlex.quote(f'{ENTRY_KEY}.{path}')} {_config_value(leaf)}" for path, leaf in moves]
+    replaced = [f"{ENTRY_KEY}.{path} at {_at(entry, path)!r}" for path, _ in moves if _at(entry, path) is not None]
+    keep = f"to keep {', '.join(replaced)}, drop {ENTRY_KEY}.{key} instead: {unset}" if replaced else ""
+    return " && ".join([*sets, unset]), keep
+
+
+def _config_value(value) -> str:
+    """``value`` as ``hermes config set`` takes it, quoted for the shell: true or false, a number, a list as a YAML
+    flow sequence (which Hermes 0.22 reads as a list, 0.19 and 0.20 as its text), text as it is."""
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, list):
+        text = yaml.safe_dump(value, default_flow_style=True, width=float("inf")).strip()
+    else:
+        text = str(value)
+    return shlex.quote(text)
 
 
 def _leaves(value, suffix: str):
-    """(".a.b", leaf) for each scalar under ``value`` (itself when it is one)."""
+    """(".a.b", leaf) for each field under ``value`` that is not a mapping (itself when it is not one)."""
     if isinstance(value, dict):
         for name, inner in value.items():
             yield from _leaves(inner, f"{suffix}.{name}")
