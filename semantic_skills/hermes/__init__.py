@@ -6,7 +6,8 @@ calls it once per profile). It is cheap: through Hermes' public plugin API
 only, it wires the hooks, the ``llm_request`` middleware that puts the
 compact skills section in the system prompt, the ``search_skills`` tool and
 the ``hermes semantic-skills`` command; the routing worker starts in the
-background. What this Hermes lacks is logged at debug level (``doctor`` shows
+background, and the home's state folder records which Hermes loaded the
+plugin (``serving``, for a ``doctor`` run elsewhere). What this Hermes lacks is logged at debug level (``doctor`` shows
 it all), a lack that costs a feature as a warning. Every call then works on
 the runtime of the Hermes home it is made for. Nothing heavy is imported
 here, and importing this package imports none of its modules (the command
@@ -29,7 +30,7 @@ HOOKS = (*ROUTING_HOOKS, "on_session_reset", "post_tool_call", "transform_tool_r
 
 
 def register(ctx) -> None:
-    from . import cli_command, hooks, tool
+    from . import cli_command, hooks, serving, tool
     from .host import probes
     from .host.lookup import hermes_version, valid_hooks
     from .prompt import middleware
@@ -40,6 +41,7 @@ def register(ctx) -> None:
     get_config = getattr(ctx, "get_config", None)
     use_plugin_config(get_config if callable(get_config) else None)
     runtime = get_runtime(start=not runs_own_command())  # `hermes semantic-skills ...` routes nothing
+    serving.remember(runtime.home)  # for a doctor run with another Python (see serving.py)
     known_hooks = valid_hooks()
     for name in HOOKS:
         if known_hooks is None or name in known_hooks:  # an unknown hook name only earns a warning from Hermes

@@ -241,3 +241,44 @@ def test_register_for_the_plugins_own_command_starts_no_worker_and_says_nothing_
     finally:
         runtime.close()
     assert not [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+
+
+def test_register_records_the_hermes_serving_its_home_and_doctor_run_elsewhere_points_to_it(tmp_path, monkeypatch):
+    """Nothing in a home says which Hermes serves it: register() writes the interpreter, command and version of the
+    Hermes it runs in to the home's state folder, owner-only, in place of a FIFO that stood there (never opened).
+    A doctor run with another Python then stops at its first line, naming that Hermes, with the command that
+    checks it: here the path of that Hermes' own command, as no command on PATH runs it (the real builds:
+    tests/builds/test_build_doctor.py)."""
+    import json
+    import shlex
+    import stat
+
+    from semantic_skills.hermes import register
+    from semantic_skills.hermes.host.lookup import hermes_version
+    from semantic_skills.hermes.runtime import get_runtime
+
+    home = make_home(tmp_path, tmp_path, tmp_path / "skills")
+    record = home / "semantic-skills" / "hermes.json"
+    record.parent.mkdir()
+    os.mkfifo(record)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setattr(sys, "argv", ["hermes", "semantic-skills", "doctor"])
+    register(RecordingContext())
+    get_runtime(home, start=False).close()
+
+    mode = record.lstat().st_mode
+    assert stat.S_ISREG(mode) and stat.S_IMODE(mode) == 0o600, oct(mode)
+    assert json.loads(record.read_text()) == {"python": sys.executable, "command": "hermes",
+                                              "version": hermes_version()}
+
+    other = tmp_path / "axisrow" / "bin"  # another venv on this very interpreter
+    other.mkdir(parents=True)
+    (other / "python").symlink_to(sys.executable)
+    (other / "hermesx").write_text(f"#!{other / 'python'}\nfrom hermes_cli.main import main\nmain()\n")
+    record.write_text(json.dumps({"python": str(other / "python"), "command": "hermesx", "version": "0.20.1"}))
+    python, verdict = list(run.run_doctor(worker_timeout=10))
+
+    assert python.status == "fail" and python.detail.startswith(f"this is {sys.executable}, but hermesx (Hermes "
+                                                                f"0.20.1) runs the plugin for this home with {other}")
+    assert python.fix == f"HERMES_HOME={home} {shlex.quote(str(other / 'hermesx'))} semantic-skills doctor"
+    assert not verdict.healthy and python.fix in verdict.text

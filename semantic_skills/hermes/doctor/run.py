@@ -27,21 +27,28 @@ ORDER = ("python", "dependencies", "hermes", "plugin", "code", "settings", "path
 
 def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
     """Every check of :data:`ORDER`, yielded as it finishes (a :class:`Progress` before the worker's), then the
-    :class:`Verdict` on them."""
+    :class:`Verdict` on them; only the first when this is not the Python that runs the plugin for this home."""
     setup = read_setup()
+    python = python_check(setup)
+    if python.status == FAIL:  # another Python than the one that runs the plugin for this home (serving_check.py)
+        yield python
+        yield Verdict(False, f"nothing else was checked: every check describes the Python doctor runs with; run "
+                             f"`{python.fix}`")
+        return
     earlier = settle_index(setup.home, setup.config, setup.index_dir)
     if earlier is not None and earlier.moved:
         setup = read_setup()  # the moved index may decide the embedder routing uses
     checks = []
-    for item in _checks(setup, worker_timeout, earlier):
+    for item in _checks(setup, python, worker_timeout, earlier):
         if isinstance(item, Check):
             checks.append(item)
         yield item
     yield verdict(checks, setup)
 
 
-def _checks(setup: Setup, worker_timeout: float, earlier: EarlierIndex | None) -> Iterator[Check | Progress]:
-    yield python_check(setup)
+def _checks(setup: Setup, python: Check, worker_timeout: float, earlier: EarlierIndex | None
+            ) -> Iterator[Check | Progress]:
+    yield python
     found = missing_dependencies(setup.backend, try_imports=True)
     yield dependencies_check(setup, found)
     yield hermes_check(setup)

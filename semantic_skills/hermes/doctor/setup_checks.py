@@ -9,7 +9,6 @@ installed.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import shlex
 import shutil
 import sys
@@ -17,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ...errors import command_name
-from ...files import open_regular_file, read_regular_file
+from ...files import read_regular_file
 from ...requirements import install_command, project_folder
 from ...settings import EmbedderSettings
 from ..config import PLUGIN_NAME, hermes_command, index_dir, load_config, read_settings, state_dir
@@ -27,6 +26,7 @@ from ..host.lookup import hermes_version, valid_hooks
 from .dependencies import Dependencies, routing_backend
 from .install_fix import install_fix
 from .report import FAIL, OK, WARN, Check, Setup
+from .serving_check import BOTH, python_of, same_environment, served_check
 
 ENTRY_POINTS = "hermes_agent.plugins"
 GIT_CONFIG_BYTES = 64 * 1024  # a checkout's .git/config is well under 1 KB
@@ -44,39 +44,26 @@ def read_setup() -> Setup:
 
 
 def python_check(setup: Setup) -> Check:
-    """The Python that runs the plugin, and the one that runs its routing worker (the same, started isolated)."""
+    """The Python that runs the plugin, and the one that runs its routing worker (the same, started isolated); run
+    without Hermes, whether it is the Python the Hermes serving this home runs the plugin with (``served_check``),
+    else the one the hermes command on PATH runs."""
     here = Path(sys.executable)
     version = ".".join(map(str, sys.version_info[:3]))
-    both = "the plugin runs in it and starts its routing worker with it"
     facts = {"python": str(here), "worker_python": str(here)}
     if setup.under_hermes:
-        return Check("python", OK, f"Hermes runs Python {version} at {here}: {both}", facts=facts)
-    hermes_python = _python_of(shutil.which(lookup.hermes_script()))
+        return Check("python", OK, f"Hermes runs Python {version} at {here}: {BOTH}", facts=facts)
+    served = served_check(setup)
+    if served is not None:
+        return served
+    hermes_python = python_of(shutil.which(lookup.hermes_script()))
     facts["hermes_python"] = str(hermes_python or "")
     if hermes_python is None:
         return Check("python", OK, f"Python {version} at {here} (no hermes command on PATH to compare with)",
                      facts=facts)
-    if _same_file(hermes_python, here):
-        return Check("python", OK, f"Python {version} at {here}, which the hermes command runs: {both}", facts=facts)
+    if same_environment(hermes_python, here):
+        return Check("python", OK, f"Python {version} at {here}, which the hermes command runs: {BOTH}", facts=facts)
     return Check("python", WARN, f"this is {here}, but the hermes command runs {hermes_python}, which runs the "
                                  "plugin and its routing worker", f"{hermes_command(setup.home)} doctor", facts)
-
-
-def _python_of(script: str | None) -> Path | None:
-    """The interpreter a console script starts, from its ``#!`` line."""
-    try:
-        with open_regular_file(script) as handle:
-            first = handle.readline(512).decode("utf-8", "replace")
-    except (OSError, TypeError):
-        return None
-    return Path(first[2:].strip().split()[0]) if first.startswith("#!/") else None
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve() or os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def dependencies_check(setup: Setup, found: Dependencies) -> Check:
