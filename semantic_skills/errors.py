@@ -37,6 +37,15 @@ class EmbedderError(SemanticSkillsError):
     """The embedder could not be loaded or could not embed."""
 
 
+class DependencyMissing(EmbedderError):
+    """A package the ``backend`` embedder needs is not installed in this Python: ``module`` is the one that failed
+    to import. A host that knows the machine better (``hermes.doctor.install_fix``) replaces the fix it names."""
+
+    def __init__(self, module: str, backend: str, message: str):
+        super().__init__(message)
+        self.module, self.backend = module, backend
+
+
 class BuildLocked(SemanticSkillsError):
     """Another build holds the index lock."""
 

@@ -23,6 +23,7 @@ import tomllib
 import urllib.parse
 from pathlib import Path
 
+from .errors import DependencyMissing
 from .files import read_regular_file
 
 CORE_MODULES = ("numpy", "faiss", "bm25s", "yaml")  # the index, the lexical bonus, SKILL.md front matter
@@ -212,6 +213,12 @@ def dependency_fix(module: str, backend: str = "sentence-transformers") -> str:
     """The one-line message for a missing ``module``: what is missing, where, and the command that fixes it."""
     return (f"{module} is not installed in {sys.executable}; install the plugin's dependencies into this "
             f"Python: {install_command(backend)}")
+
+
+def missing_dependency(module: str, backend: str = "sentence-transformers", note: str = "") -> DependencyMissing:
+    """The error for ``module``, which the ``backend`` embedder needs and cannot import: :func:`dependency_fix`'s
+    line, then ``note``."""
+    return DependencyMissing(module, backend, dependency_fix(module, backend) + note)
 
 
 # --------------------------------------------------------------------------- what only this package brought

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..errors import DEFAULT_COMMAND, SemanticSkillsError
+from ..errors import DEFAULT_COMMAND, DependencyMissing, SemanticSkillsError, command
 from ..requirements import dependency_fix
 from ..settings import EMBEDDER_BACKENDS
 from .output import echo
@@ -22,10 +22,10 @@ class _Command(click.Command):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except (DependencyMissing, ModuleNotFoundError) as exc:  # a dependency missing from this Python
+            _fail(_dependency_failure(exc))
         except SemanticSkillsError as exc:
             _fail(str(exc))
-        except ModuleNotFoundError as exc:  # a dependency missing from this Python
-            _fail(dependency_fix(exc.name or str(exc), _configured_backend()))
         except BrokenPipeError:
             raise  # the reader closed stdout: not an error to report (see _Group.main)
         except OSError as exc:
@@ -68,6 +68,28 @@ def _configured_backend() -> str:
         return settings().embedder.backend
     except Exception:  # noqa: BLE001 - only a hint depends on it
         return "sentence-transformers"
+
+
+def _dependency_failure(exc: DependencyMissing | ModuleNotFoundError) -> str:
+    """What this Python lacks for the embedder in use and the fix, as ``doctor`` and Hermes' log give them
+    (``hermes.doctor.install_fix``), with the check to run next; ``exc``'s own line when that cannot be worked out."""
+    if isinstance(exc, DependencyMissing):  # the embedder's own packages
+        backend, otherwise = exc.backend, str(exc)
+    else:  # a core library
+        backend = _configured_backend()
+        otherwise = dependency_fix(exc.name or str(exc), backend)
+    try:
+        from ..hermes.doctor.dependencies import missing_dependencies
+        from ..hermes.doctor.install_fix import missing_words
+        from ..settings import EmbedderSettings
+        from . import defaults
+
+        configured = defaults.settings().embedder
+        default_embedder = backend == configured.backend and configured == EmbedderSettings()
+        words = missing_words(defaults.home(), missing_dependencies(backend), default_embedder)
+    except Exception:  # noqa: BLE001 - the plain line still names the package and a fix
+        return otherwise
+    return f"{words} (then check with: {command('doctor')})" if words else otherwise
 
 
 def _fail(message: str, code: int = 1):

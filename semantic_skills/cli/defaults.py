@@ -35,8 +35,8 @@ def index_dir(chosen: Path | None) -> Path:
     from ..hermes.home_index import settle_index
     from .output import echo
 
-    folder = _hermes_config().index_dir(settings(), _home())
-    earlier = settle_index(_home(), _config(), folder)
+    folder = _hermes_config().index_dir(settings(), home())
+    earlier = settle_index(home(), _config(), folder)
     if earlier is not None:
         echo(earlier.said(command("build")), err=True)
     return folder
@@ -47,17 +47,17 @@ def skills_roots() -> list[SkillsRoot]:
     folder and every ``skills.external_dirs`` folder of config.yaml."""
     from ..hermes.offer.roots import scanned_roots
 
-    return scanned_roots(_home(), _config())
+    return scanned_roots(home(), _config())
 
 
 def config_file() -> Path:
     """The Hermes home's ``config.yaml``, as a message names it: its real path."""
-    return _home() / "config.yaml"
+    return home() / "config.yaml"
 
 
 def decision_record() -> Path:
     """The decision record of the Hermes home (see ``semantic_skills.hermes.record``)."""
-    return _hermes_config().decision_record_path(_home())
+    return _hermes_config().decision_record_path(home())
 
 
 def disabled_skill_names(platform: str | None) -> frozenset[str]:
@@ -87,10 +87,10 @@ def open_router(index_dir_option: Path | None, backend: str | None, model: str |
 
 
 def _config() -> dict:
-    return _hermes_config().load_config(_home())
+    return _hermes_config().load_config(home())
 
 
-def _home() -> Path:
+def home() -> Path:
     """The Hermes home this command line works on."""
     from ..hermes.host.home import hermes_home
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError, first_line
-from ..requirements import dependency_fix
+from ..requirements import missing_dependency
 from .base import Embedder, EmbedderIdentity, normalize_rows
 
 REMOTE_BATCH_SIZE = 64  # texts per request when the batch_size setting is 0: remote APIs favour large requests
@@ -53,7 +53,7 @@ class LiteLLMEmbedder(Embedder):
             try:
                 import litellm
             except ImportError:
-                raise EmbedderError(dependency_fix("litellm", "litellm")) from None
+                raise missing_dependency("litellm", "litellm") from None
             litellm.suppress_debug_info = True
             # litellm turns max_retries=0 into its default (2) for the OpenAI client, which then retries
             # on its own; with that default at 0 the only retries are the ones _request makes.

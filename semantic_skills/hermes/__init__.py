@@ -101,17 +101,15 @@ def dependency_problem(home, settings, index_dir) -> str:
     from ..settings import EmbedderSettings
     from .config import hermes_command
     from .doctor.dependencies import missing_dependencies, routing_backend
-    from .doctor.install_fix import install_fix
+    from .doctor.install_fix import missing_words
     from .host.lookup import hermes_distribution
 
-    backend = routing_backend(settings.embedder, index_dir)
-    found = missing_dependencies(backend)
-    if found.complete:
+    found = missing_dependencies(routing_backend(settings.embedder, index_dir))
+    missing = missing_words(home, found, settings.embedder == EmbedderSettings(), host=hermes_distribution())
+    if not missing:
         return ""
-    fix = install_fix(home, found, settings.embedder == EmbedderSettings(), host=hermes_distribution()).fix
     state = "not routing" if found.blocking else "routing may still work"
-    return (f"{state}: the Python that runs the plugin ({sys.executable}) {found.words()}; "
-            f"fix: {fix} (then check with: {hermes_command(home)} doctor)")
+    return f"{state}: {missing} (then check with: {hermes_command(home)} doctor)"
 
 
 def _guarded(name: str, hook):

@@ -20,11 +20,10 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import command, first_line
+from ..errors import DependencyMissing, command, first_line
 from ..files import file_stamp
 from ..gates import FULL
 from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
-from ..requirements import dependency_fix
 from . import protocol
 from .priority import lower_this_threads_priority
 from .protocol import FAILED, LOADING, READY, STARTING, WAITING_FOR_INDEX, Startup
@@ -109,9 +108,12 @@ class RoutingWorker:
         return True
 
     def _load_failure(self, exc: Exception) -> str:
-        """Why the index or its embedder could not load: a missing module with the install that brings it."""
-        if isinstance(exc, ImportError):
-            return dependency_fix(getattr(exc, "name", None) or first_line(exc), self.startup.embedder.backend)
+        """Why the index or its embedder could not load; for a missing module, the host's ``doctor``, which gives
+        the one install for this machine (the host's log line says the same)."""
+        if isinstance(exc, (ImportError, DependencyMissing)):
+            module = exc.module if isinstance(exc, DependencyMissing) else getattr(exc, "name", None)
+            return (f"{module or first_line(exc)} is not installed in {sys.executable}; `{command('doctor')}` "
+                    "names the install for this machine")
         return first_line(exc)
 
     def _open(self) -> None:

@@ -22,7 +22,6 @@ from semantic_skills.requirements import CPU_TORCH_INDEX, TORCH_COST, install_co
 from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, REPO, WORKER_READY_SECONDS, python_without, run_hermes
 
 DOCKER = "My postgres container keeps restarting and the web service can't connect to it"
-FIX = "install the plugin's dependencies into this Python: "
 HIDDEN = ("numpy", "faiss", "semantic_skills", "__editable__")  # step 1 skipped: only what Hermes brings
 CHECKS = ["python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "listing", "index",
           "names", "worker"]
@@ -92,8 +91,9 @@ def test_without_dependencies_each_command_names_the_fix_in_one_line(bare, args)
     done = bare_hermes(bare, "semantic-skills", *args)
 
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [f"semantic-skills: error: numpy is not installed in {bare.python}; "
-                                                 f"{FIX}{bare.install}"]
+    assert done.stderr.strip().splitlines() == [  # the words and the fix of Hermes' log line and doctor
+        f"semantic-skills: error: the Python that runs the plugin ({bare.python}) lacks numpy, faiss-cpu; fix: "
+        f"{bare.install} (then check with: HERMES_HOME={bare.home} hermes semantic-skills doctor)"]
 
 
 def test_without_dependencies_hermes_logs_the_reason_once_per_start(bare):

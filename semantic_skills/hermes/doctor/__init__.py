@@ -8,6 +8,6 @@ finishes, ``setup_checks`` the Python, Hermes, the install and the folders,
 ``dependencies`` what this Python lacks (read the same way for ``register()``'s
 log line), ``settings_check`` the settings as the plugin really runs on them,
 ``routing_checks`` the skills, the index and a real routing worker,
-``install_fix`` the one install command both ``doctor`` and ``register()``
-give, and ``removal`` the commands that remove the plugin from a home.
+``install_fix`` the one install command ``doctor``, ``register()`` and a
+command stopped by a missing package give, and ``removal`` the commands that remove the plugin from a home.
 """

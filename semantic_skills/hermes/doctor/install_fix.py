@@ -1,5 +1,5 @@
-"""How to install what the plugin needs into Hermes' Python: the one choice that ``doctor`` and the line
-``register()`` logs both give.
+"""How to install what the plugin needs into Hermes' Python: the one choice that ``doctor``, the line
+``register()`` logs and a command that stops on a missing package all give.
 
 Where the embedder is the default one and the onnx embedder's packages are
 installed already, switching to onnx (the same model, without PyTorch) is
@@ -13,6 +13,7 @@ alternative, with its cost. Otherwise the plugin's own pip line is the one way.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,3 +44,12 @@ def install_fix(home: Path, found: Dependencies, default_embedder: bool, host: s
         return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}", with_torch,
                           "no NVIDIA GPU here, so the install without PyTorch is the smaller, faster choice")
     return InstallFix(install)
+
+
+def missing_words(home: Path, found: Dependencies, default_embedder: bool, host: str | None = None) -> str:
+    """What ``found`` says this Python lacks and :func:`install_fix`'s fix, in one line: the words ``register()``'s
+    log line and a command that stops on a missing package share ("" when it lacks nothing)."""
+    if found.complete:
+        return ""
+    fix = install_fix(home, found, default_embedder, host).fix
+    return f"the Python that runs the plugin ({sys.executable}) {found.words()}; fix: {fix}"
