@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -29,17 +29,26 @@ from .skills.discovery import Discovery, SkillsRoot, SkippedFile, discover_skill
 from .skills.names import Duplicate, NameConflict
 from .skills.parsing import NAMING, Skill
 
-ProgressFactory = Callable[[int], "ProgressBar"]
-
 
 class ProgressBar:
-    """Receives progress from a build; the CLI draws a bar with it."""
+    """Receives progress from a build's embedding; the CLI draws a bar with it."""
 
     def advance(self, count: int) -> None:  # pragma: no cover - trivial default
         pass
 
     def close(self) -> None:  # pragma: no cover - trivial default
         pass
+
+
+class BuildProgress:
+    """What a build tells whoever shows its progress: the embedder loads its model, then the texts are embedded."""
+
+    def loading(self, embedder: str) -> None:  # pragma: no cover - trivial default
+        """``embedder`` (what it is, in words) is about to load its model."""
+
+    def embedding(self, total: int) -> ProgressBar:  # pragma: no cover - trivial default
+        """``total`` texts are about to be embedded: the bar their batches advance."""
+        return ProgressBar()
 
 
 @dataclass
@@ -79,12 +88,13 @@ def build_index(
     index_dir: Path,
     embedder: Embedder | EmbedderSettings,
     full: bool = False,
-    progress: ProgressFactory | None = None,
+    progress: BuildProgress | None = None,
 ) -> BuildReport:
     """Bring the index in ``index_dir`` up to date with the skills under ``roots``.
 
     ``embedder`` is a ready embedder, or settings to make one from, which is
-    done only when some skill needs embedding.
+    done only when some skill needs embedding. ``progress`` is told when the
+    embedder loads and how the embedding goes.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
@@ -213,7 +223,7 @@ class _Embedding:
     """Embeds skills with the given embedder, or with one made from the given settings on first use."""
 
     embedder: Embedder | EmbedderSettings
-    progress: ProgressFactory | None
+    progress: BuildProgress | None
 
     def __call__(self, skills: list[Skill]) -> tuple[EmbedderIdentity, dict[str, np.ndarray]]:
         """Every view of ``skills``: the embedder's identity and ``{path: (views, dim) array}``."""
@@ -221,7 +231,10 @@ class _Embedding:
             self.embedder = create_embedder(self.embedder)
         views = [recipe.skill_views(s) for s in skills]
         texts = [t for v in views for t in v]
-        bar = self.progress(len(texts)) if self.progress else None
+        if self.progress:
+            self.progress.loading(self.embedder.identity.describe())
+        self.embedder.load()  # before the bar, so its time left counts the embedding alone
+        bar = self.progress.embedding(len(texts)) if self.progress else None
         try:
             vectors = self.embedder.embed_documents(texts, progress=bar.advance if bar else None)
         finally:

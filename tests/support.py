@@ -261,3 +261,44 @@ def fill_disk(disk: Path, leave: int = 0) -> Path:
     if leave:
         os.truncate(filler, max(0, filler.stat().st_size - leave))
     return filler
+
+
+_TERMINAL_CODES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def on_terminal(argv: list[str], timeout: float = 300, **popen) -> tuple[int, list[tuple[float, str]]]:
+    """Run ``argv`` on a pseudo-terminal of 120 columns: its exit status and each piece of screen it printed (a line,
+    or a bar as each redraw leaves it), with when it came, in seconds since the start. Escape sequences are removed."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    started = time.monotonic()
+    child = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, start_new_session=True, **popen)
+    os.close(follower)
+    pieces = []
+    try:
+        while time.monotonic() - started < timeout:
+            if not select.select([leader], [], [], 0.5)[0]:
+                if child.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            at = time.monotonic() - started
+            text = _TERMINAL_CODES.sub("", chunk.decode("utf-8", "replace"))
+            pieces += [(at, piece.strip()) for piece in re.split(r"[\r\n]+", text) if piece.strip()]
+    finally:
+        os.close(leader)
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=30)
+    return child.returncode, pieces

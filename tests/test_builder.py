@@ -481,7 +481,7 @@ def test_a_build_killed_while_embedding_leaves_the_previous_index_usable(built, 
     )
     os.close(terminal)
     try:
-        read_until(controller, re.compile(r"Embedding.*\b([1-9]\d?)%"), proc, timeout=300)
+        read_until(controller, re.compile(r"Embedding.* ([1-9]\d{0,2})/\d{4}"), proc, timeout=300)  # of 2,000
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
     finally:

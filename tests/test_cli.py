@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from click.testing import CliRunner
 
 from semantic_skills import builder, router
 from semantic_skills.cli import main
+from semantic_skills.cli.progress import QUIET_SECONDS
 from semantic_skills.embedders.factory import configured_identity, create_embedder
 from semantic_skills.index.manifest import MANIFEST
 from semantic_skills.settings import EmbedderSettings
 
-from support import EXAMPLES, REPO, shared_path, write_skill
+from support import EXAMPLES, REPO, on_terminal, shared_path, write_skill
 
 PDF_QUERY = "Can you turn this scanned contract PDF into markdown with the tables intact?"
 COUNT_KEYS = ("added", "updated", "removed", "unchanged", "skipped")
@@ -418,11 +420,33 @@ def test_demo_runs_without_network(default_model):
     assert child.wait(timeout=300) == 0, stderr
     stdout = "".join(line for _, line in timed)
     assert timed[0][1].startswith(f"Building an index of the example skills in {EXAMPLES / 'skills'} with the "
-                                  "bundled model (loading it takes a few seconds)...")
+                                  "bundled model...")
     built = next(at for at, line in timed if line.startswith("Built an index of 10 example skills"))
     assert built - timed[0][0] > 1.0  # said at once, not with everything else once the model has loaded
     assert "inject pdf-to-markdown" in stdout
     assert "inject nothing (small talk" in stdout
+
+
+def test_a_build_on_a_terminal_says_at_once_what_it_waits_for_then_counts_the_texts_and_the_time_left(
+        tmp_path, default_model):
+    argv = [sys.executable, "-m", "semantic_skills", "build", "--skills-dir", str(EXAMPLES / "skills"), "--index-dir",
+            str(tmp_path / "index"), "--full"]
+    status, screen = on_terminal(argv, cwd=REPO)
+
+    assert status == 0, screen
+    (first_at, first), *_ = screen
+    assert first == "Loading the embedder (sentence-transformers bundled:all-MiniLM-L6-v2)..."
+    assert first_at < QUIET_SECONDS  # the model takes longer to load: said before that wait, not after it
+    bars = [(at, re.search(r"^Embedding +\[[#-]+\] +(\d+)/(\d+)( +\d\d:\d\d:\d\d)?$", text), text)
+            for at, text in screen if text.startswith("Embedding")]
+    assert bars and all(found for _, found, _ in bars), bars  # each with the texts done and the total
+    total = int(bars[-1][1].group(2))
+    assert bars[0][1].group(1) == "0" and bars[-1][1].group(1) == str(total) and total > 10  # a view per text
+    running = [found for at, found, _ in bars[1:-1] if at - bars[0][0] > 1.1]  # click times it after a second
+    assert all(found.group(3) for found in running), bars  # and then the time left, until the end
+    piped = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0 and piped.stderr == ""  # a pipe gets the report alone
+    assert piped.stdout.startswith("Indexed 10 skills in ")
 
 
 def test_a_wait_longer_than_two_seconds_is_announced_on_a_terminal_only(capsys, monkeypatch):

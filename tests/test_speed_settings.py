@@ -82,7 +82,7 @@ def test_documents_are_embedded_by_length_but_returned_in_input_order(bundled_em
 
     expected = np.vstack([_encode_vector(bundled_embedder, t) for t in texts])
     assert np.allclose(vectors, expected, atol=1e-5)
-    assert advanced == [2, 2, 1]
+    assert advanced == [2, 1, 2]  # the longest two, the shortest, then the middle two
 
 
 def test_config_is_read_as_yaml_safe_load_reads_it(tmp_path):

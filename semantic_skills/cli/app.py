@@ -122,17 +122,3 @@ def index_options(command):
 @click.version_option(__version__, prog_name=DEFAULT_COMMAND)
 def main():
     """Build and query a semantic index of SKILL.md files."""
-
-
-class TerminalBar:
-    """A click progress bar on a terminal; silent elsewhere."""
-
-    def __init__(self, total: int, label: str = "Embedding"):
-        self._bar = click.progressbar(length=total, label=label, file=sys.stderr)
-        self._bar.__enter__()
-
-    def advance(self, count: int) -> None:
-        self._bar.update(count)
-
-    def close(self) -> None:
-        self._bar.__exit__(None, None, None)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from ..errors import command
 from . import defaults
-from .app import TerminalBar, index_dir_option, index_options, json_option, main
+from .app import index_dir_option, index_options, json_option, main
 from .output import echo, echo_json
+from .progress import build_progress
 
 
 def _print_build_report(report, roots, as_json: bool) -> None:
@@ -75,9 +75,8 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
     from ..skills.discovery import SkillsRoot
 
     roots = [SkillsRoot(Path(d).resolve()) for d in skills_dirs] if skills_dirs else defaults.skills_roots()
-    progress = TerminalBar if (sys.stderr.isatty() and not as_json) else None
     report = build_index(roots, defaults.index_dir(index_dir), defaults.embedder_settings(backend, model),
-                         full=full, progress=progress)
+                         full=full, progress=build_progress(as_json))
     _print_build_report(report, roots, as_json)
 
 

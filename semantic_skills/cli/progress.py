@@ -1,4 +1,5 @@
-"""Nothing that takes more than a couple of seconds runs silently: a note on a terminal while it waits."""
+"""Nothing that takes more than a couple of seconds runs silently: on a terminal, a note while a model loads and a
+bar with counts and the time left while texts are embedded or messages routed; nothing on a pipe."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import click
+
+from .output import echo
 
 QUIET_SECONDS = 2.0  # what runs longer than this is announced
 
@@ -26,3 +29,33 @@ def announced(text: str, after: float = QUIET_SECONDS) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
+
+
+class TerminalBar:
+    """A bar on stderr: "Embedding  [####------]  312/1044  00:00:18", done so far, the total and the time left."""
+
+    def __init__(self, total: int, label: str = "Embedding"):
+        self._bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True)
+        self._bar.__enter__()
+
+    def advance(self, count: int) -> None:
+        self._bar.update(count)
+
+    def close(self) -> None:
+        self._bar.__exit__(None, None, None)
+
+
+class TerminalProgress:
+    """A build's progress on a terminal (see ``builder.BuildProgress``): a note as the embedder starts loading its
+    model, then a :class:`TerminalBar` over the texts to embed."""
+
+    def loading(self, embedder: str) -> None:
+        echo(f"Loading the embedder ({embedder})...", err=True)
+
+    def embedding(self, total: int) -> TerminalBar:
+        return TerminalBar(total)
+
+
+def build_progress(as_json: bool = False) -> TerminalProgress | None:
+    """What shows a build's progress: a :class:`TerminalProgress` on a terminal, nothing for a pipe or ``--json``."""
+    return TerminalProgress() if sys.stderr.isatty() and not as_json else None

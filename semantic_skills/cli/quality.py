@@ -9,8 +9,9 @@ import click
 
 from ..gates import DEFAULT_MIN_FULL_PRECISION, DEFAULT_MIN_PRECISION
 from . import defaults
-from .app import TerminalBar, index_options, json_option, main
+from .app import index_options, json_option, main
 from .output import echo, echo_json
+from .progress import TerminalBar
 
 queries_file_option = click.option(
     "--queries", "queries_file", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),

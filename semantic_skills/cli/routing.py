@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 
@@ -12,8 +11,9 @@ import click
 from ..errors import SemanticSkillsError, command
 from ..gates import FULL
 from . import defaults
-from .app import TerminalBar, index_options, json_option, main
+from .app import index_options, json_option, main
 from .output import echo, echo_json
+from .progress import build_progress
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE_MESSAGES_BYTES = 1 << 20  # examples/messages.txt is a few KB
@@ -113,11 +113,9 @@ def demo(show_chars):
     lines = read_regular_file(messages_file, EXAMPLE_MESSAGES_BYTES).decode("utf-8").splitlines()
     messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
     embedder = SentenceTransformerEmbedder()
-    echo(f"Building an index of the example skills in {skills_dir} with the bundled model (loading it takes a few "
-         "seconds)...")
-    progress = TerminalBar if sys.stderr.isatty() else None
+    echo(f"Building an index of the example skills in {skills_dir} with the bundled model...")
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
-        report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder, progress=progress)
+        report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder, progress=build_progress())
         echo(f"Built an index of {report.skills} example skills with {report.embedder} "
              f"in {report.seconds:.1f} s\n")
         router = SkillRouter.open(tmp, embedder=embedder)

@@ -88,6 +88,9 @@ class Embedder:
         """``texts`` (with the document prefix, see :meth:`document_prefix`) as unit rows, in the order given.
 
         Batches hold texts of similar length, so little of each is padding;
+        they run spread over the length order (:func:`_spread`), so the pace,
+        and the time left a progress bar works out from it, holds from the
+        first batches on instead of speeding up as the texts get shorter.
         ``progress`` is told how many texts each batch embedded.
         """
         self.load()
@@ -95,8 +98,7 @@ class Embedder:
         prefixed = [prefix + t for t in texts]
         by_length = sorted(range(len(prefixed)), key=lambda i: len(prefixed[i]), reverse=True)
         vectors = None
-        for start in range(0, len(by_length), self.batch_size):
-            rows = by_length[start : start + self.batch_size]
+        for rows in _spread([by_length[s : s + self.batch_size] for s in range(0, len(by_length), self.batch_size)]):
             batch = self._embed_batch([prefixed[i] for i in rows])
             if vectors is None:  # a remote model's dimension is known from its first answer
                 vectors = np.zeros((len(prefixed), batch.shape[1]), np.float32)
@@ -111,3 +113,12 @@ class Embedder:
 
     def _learn_dimension(self, dimension: int) -> None:
         self.identity = replace(self.identity, dimension=int(dimension))
+
+
+def _spread(batches: list) -> list:
+    """``batches`` (longest texts first) in an order whose every stretch holds long and short ones alike: the
+    golden ratio's multiples, modulo 1, fall evenly over [0, 1), and each batch goes where its index's falls."""
+    return [batches[i] for i in sorted(range(len(batches)), key=lambda i: (i * _GOLDEN_RATIO) % 1.0)]
+
+
+_GOLDEN_RATIO = (5 ** 0.5 - 1) / 2
