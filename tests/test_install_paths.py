@@ -35,22 +35,24 @@ def torch_free_file() -> dict[str, str]:
 
 
 def installed_closure(roots) -> set[str]:
-    """Every project ``roots`` pull in, read from the metadata installed here (extras left out)."""
-    seen, queue = set(), [canonicalize_name(r) for r in roots]
+    """Every project the requirement lines ``roots`` pull in, with the extras each asks for, read from the metadata
+    installed here."""
+    seen, queue = set(), [(canonicalize_name(r.name), frozenset(r.extras)) for r in map(Requirement, roots)]
     while queue:
-        name = queue.pop()
-        if name in seen:
+        name, extras = queue.pop()
+        if (name, extras) in seen:
             continue
-        seen.add(name)
+        seen.add((name, extras))
         try:
             required = importlib.metadata.requires(name) or []
         except importlib.metadata.PackageNotFoundError:
             pytest.fail(f"{name} is not installed here, so what it pulls in cannot be checked")
         for line in required:
             requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                queue.append(canonicalize_name(requirement.name))
-    return seen
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra})
+                                                 for extra in ("", *extras)):
+                queue.append((canonicalize_name(requirement.name), frozenset(requirement.extras)))
+    return {name for name, _extras in seen}
 
 
 def test_the_torch_free_file_is_pyprojects_dependencies_without_torch_plus_the_onnx_extra():
@@ -173,3 +175,51 @@ def test_doctor_learns_of_a_dependency_a_new_release_adds_from_its_pyproject(tmp
     assert unmet == [("not-a-package-anyone-installed", "not-a-package-anyone-installed>=1.0", None),
                      ("numpy", "numpy>=999", numpy)]
     assert requirements.unmet_requirements("litellm") == unmet  # every embedder needs them
+
+
+def locked_versions(path: Path) -> dict[str, str]:
+    """The ``name==version`` lines of a constraints file and of the files it names with ``-c``, by project name."""
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-c "):
+            found.update(locked_versions(path.parent / line[3:].strip()))
+        elif line:
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: {line!r} allows more than one version"
+            found[canonicalize_name(name)] = version
+    return found
+
+
+def development_set_up() -> list[str]:
+    """The requirement lines the set-up asks for: requirements-dev.txt's, its editable project's as pyproject.toml
+    declares them (with the extras the ``-e`` line names)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wanted = list(project["dependencies"])
+    for line in (REPO / "requirements-dev.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line.startswith("-e "):
+            extras = Requirement("project" + line[len("-e ."):]).extras
+            wanted += [r for extra in sorted(extras) for r in project["optional-dependencies"][extra]]
+        elif line:
+            wanted.append(line)
+    return wanted
+
+
+def test_the_development_set_up_is_locked_so_pip_installs_it_in_one_pass():
+    """Unpinned, the set-up downloaded 33 litellm releases while pip backtracked: constraints-dev.txt gives pip one
+    version of each package it installs, each within the ranges pyproject.toml and requirements-dev.txt allow."""
+    locked = locked_versions(REPO / "constraints-dev.txt")
+    wanted = development_set_up()
+    for line in wanted:
+        requirement = Requirement(line)
+        version = locked.get(canonicalize_name(requirement.name))
+        assert version and requirement.specifier.contains(version, prereleases=True), (line, version)
+    assert locked["torch"] == "2.13.0"  # through constraints-cpu.txt: the CPU build
+    try:
+        importlib.metadata.version("hermes-agent")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the development set-up is not installed here (the Python 3.13 run installs the core alone)")
+    unlocked = installed_closure(wanted) - locked.keys() - requirements.INSTALLER_TOOLS  # a venv comes with them
+    assert not unlocked, f"installed by the set-up but not in constraints-dev.txt: {sorted(unlocked)}"
+

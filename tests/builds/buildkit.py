@@ -138,7 +138,7 @@ def missing_reason(label: str) -> str | None:
     """Why the build ``label`` cannot be used here, with the command that makes it; None when it can."""
     if label == OWN_BUILD:
         if not Path(sys.executable).with_name("hermes").exists():
-            return "Hermes Agent is not installed in this venv (pip install -c constraints-cpu.txt -r " \
+            return "Hermes Agent is not installed in this venv (pip install -c constraints-dev.txt -r " \
                    "requirements-dev.txt)"
         return None
     venv = BUILDS_DIR / label
