@@ -99,13 +99,29 @@ def main() -> None:
     project.mkdir(parents=True, exist_ok=True)
     os.chdir(project)
     os.environ["TERMINAL_CWD"] = str(project)  # the folder whose context file Hermes reads (as a gateway sets it)
-    report = load_plugin()
-    from fake_llm import FakeChatServer
+    config = Path(os.environ["HERMES_HOME"]) / "config.yaml"
+    kept = config.read_bytes()
+    try:
+        reading_context_files_in(config, project)
+        report = load_plugin()
+        from fake_llm import FakeChatServer
 
-    with FakeChatServer() as llm:
-        use_model(llm.base_url)
-        report |= cases(llm, project)
+        with FakeChatServer() as llm:
+            use_model(llm.base_url)
+            report |= cases(llm, project)
+    finally:
+        config.write_bytes(kept)
     print(json.dumps(report))
+
+
+def reading_context_files_in(config: Path, project: Path) -> None:
+    """``terminal.cwd`` set to ``project``: the home's chats may have set it to their own folder, which Hermes then
+    reads context files from whatever TERMINAL_CWD says."""
+    import yaml
+
+    settings = yaml.safe_load(config.read_text()) or {}
+    settings.setdefault("terminal", {})["cwd"] = str(project)
+    config.write_text(yaml.safe_dump(settings, sort_keys=False))
 
 
 if __name__ == "__main__":
