@@ -195,6 +195,17 @@ def _plain(value):
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+@lru_cache(maxsize=None)
+def reads_the_org_marker_itself(build: Build) -> bool:
+    """Whether this Hermes reads ``_org/.active_org`` itself (``agent.skill_utils.read_active_org_id``, a plain
+    read in its own prompt builder, of its skills folder and of each ``skills.external_dirs`` folder): a FIFO or a
+    link to /dev/zero there hangs or floods that Hermes whatever the plugin does."""
+    probe = "import agent.skill_utils as s; print(hasattr(s, 'read_active_org_id'))"
+    done = subprocess.run([str(build.python), "-c", probe], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    return done.stdout.strip() == "True"
+
+
 def installed_builds() -> list[Build]:
     """Every build usable here."""
     return [find_build(label) for label in LABELS if missing_reason(label) is None]

@@ -12,26 +12,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
-from buildkit import DOCKER, DRIVERS, agent_loop, user_message
+from buildkit import DOCKER, DRIVERS, agent_loop, reads_the_org_marker_itself, user_message
 
 MARGIN_SECONDS = 1.5  # a turn with the FIFO may take this much more than one without: 30 s on 0.22, or forever
 
 
-def reads_the_marker_itself(build) -> bool:
-    """Whether this Hermes reads ``_org/.active_org`` itself (``agent.skill_utils.read_active_org_id``, a plain
-    read in its own prompt builder): a FIFO there hangs that Hermes whatever the plugin does."""
-    probe = "import agent.skill_utils as s; print(hasattr(s, 'read_active_org_id'))"
-    done = subprocess.run([str(build.python), "-c", probe], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
-    return done.stdout.strip() == "True"
-
-
 def test_a_fifo_as_the_active_org_marker_costs_an_agent_turn_nothing(build, elsewhere, tmp_path, request):
-    if reads_the_marker_itself(build):
+    if reads_the_org_marker_itself(build):
         pytest.skip(f"Hermes {build.version} reads _org/.active_org itself, so a FIFO there hangs it without the "
                     "plugin")
     installed = request.getfixturevalue("installed")  # only now: installing a build takes a minute or more
