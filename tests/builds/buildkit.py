@@ -33,7 +33,9 @@ from typing import Callable
 
 import yaml
 
-from hermes_testkit import NO_RUNTIME_INSTALLS, REPO, subprocess_env
+from semantic_skills.hermes.config import decision_record_path
+
+from hermes_testkit import NO_RUNTIME_INSTALLS, PLUGIN, REPO, subprocess_env
 
 HERE = Path(__file__).resolve().parent
 BUILDS_DIR = REPO / ".hermes-builds"
@@ -283,6 +285,31 @@ def use_fake_model(home: Path, base_url: str) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+def steady_chats(home: Path) -> None:
+    """Settings that make what ``home``'s chats send depend on the plugin, not on the machine's load (see
+    docs/development.md, "Hermes' own timing in tests/builds"); a Hermes without one of its two settings
+    ignores it.
+
+    - ``agent.environment_probe: false``: Hermes 0.22 writes a toolchain line into each process's system prompt
+      from subprocesses (``python3 -m pip --version``, ``pip --version``) that answered within 3 s: on a loaded
+      machine one chat's prompt said ``Python toolchain: python3=3.11.7 (no pip module), pip=missing.`` and
+      the next one's nothing.
+    - ``warmup_wait_seconds: 240`` and Hermes' largest ``plugins.hook_callback_timeout`` (600 s, of which a hook
+      waits at most half): a chat's only message waits for a routing worker that loads the default model
+      while Hermes starts; on a loaded machine that took more than the 15 s one ``pre_llm_call`` waits by
+      default, and the message went without its skill (recorded as unanswered). The budget itself is
+      tests/reliability/test_time_limits.py's subject.
+    """
+    path = home / "config.yaml"
+    config = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    config.setdefault("agent", {})["environment_probe"] = False
+    plugins = config.setdefault("plugins", {})
+    plugins["hook_callback_timeout"] = 600
+    settings = plugins.setdefault("entries", {}).setdefault(PLUGIN, {}).setdefault("settings", {})
+    settings["warmup_wait_seconds"] = 240
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
 def enabled_plugins(home: Path) -> list[str]:
     path = home / "config.yaml"
     config = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
@@ -298,6 +325,19 @@ def log_mark(home: Path) -> int:
 def log_since(home: Path, mark: int) -> str:
     log = home / "logs" / "agent.log"
     return log.read_bytes()[mark:].decode("utf-8", "replace") if log.exists() else ""
+
+
+def record_mark(home: Path) -> int:
+    """Where ``home``'s decision record ends now (see :func:`record_since`)."""
+    path = decision_record_path(home)
+    return path.stat().st_size if path.exists() else 0
+
+
+def record_since(home: Path, mark: int) -> list[dict]:
+    """The entries ``home``'s decision record gained after ``mark``."""
+    path = decision_record_path(home)
+    added = path.read_bytes()[mark:].decode("utf-8", "replace") if path.exists() else ""
+    return [json.loads(line) for line in added.splitlines() if line.strip()]
 
 
 def plugin_problems(text: str) -> list[str]:

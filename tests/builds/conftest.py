@@ -43,6 +43,9 @@ from buildkit import (  # noqa: E402
     missing_reason,
     once,
     quiet_machine,
+    record_mark,
+    record_since,
+    steady_chats,
     use_fake_model,
 )
 from fake_llm import FakeChatServer  # noqa: E402
@@ -115,27 +118,36 @@ class Chats:
     on_topic: Run
     off_topic: Run
     requests: dict[str, list[dict]]  # message -> the agent-loop requests it sent (those offering tools)
+    records: dict[str, list[dict]]  # message -> the decision-record entries its process added
     log: str  # what agent.log gained meanwhile
 
 
 @pytest.fixture(scope="session")
 def chats(installed, elsewhere, shared) -> Chats:
+    """The home is set so that what the chats send does not depend on the machine's load (buildkit.steady_chats);
+    each chat's decision-record entries are its own (the home's record also holds the other steps')."""
     home, build = installed.home, installed.build
 
     def chat() -> dict:
-        runs, requests = {}, {}
-        mark = log_mark(home)
-        with FakeChatServer() as llm:
-            use_fake_model(home, llm.base_url)
-            quiet_machine(home, elsewhere)
-            for message in (DOCKER, OFF_TOPIC):
-                start = len(llm.requests)
-                runs[message] = build.run(home, "chat", "-q", message, "-Q", cwd=elsewhere, timeout=600)
-                requests[message] = agent_loop(llm.requests[start:])
-        return {"runs": runs, "requests": requests, "log": log_since(home, mark)}
+        runs, requests, records = {}, {}, {}
+        mark, config = log_mark(home), (home / "config.yaml").read_text()
+        try:
+            with FakeChatServer() as llm:
+                use_fake_model(home, llm.base_url)
+                quiet_machine(home, elsewhere)
+                steady_chats(home)
+                for message in (DOCKER, OFF_TOPIC):
+                    start, recorded = len(llm.requests), record_mark(home)
+                    runs[message] = build.run(home, "chat", "-q", message, "-Q", cwd=elsewhere, timeout=600)
+                    requests[message] = agent_loop(llm.requests[start:])
+                    records[message] = record_since(home, recorded)
+        finally:
+            (home / "config.yaml").write_text(config)  # the later steps run on the home as installed
+        return {"runs": runs, "requests": requests, "records": records, "log": log_since(home, mark)}
 
     done = once(shared, build.label, "chats", chat)
-    return Chats(Run(**done["runs"][DOCKER]), Run(**done["runs"][OFF_TOPIC]), done["requests"], done["log"])
+    return Chats(Run(**done["runs"][DOCKER]), Run(**done["runs"][OFF_TOPIC]), done["requests"], done["records"],
+                 done["log"])
 
 
 @pytest.fixture(scope="session")

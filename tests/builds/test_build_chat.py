@@ -33,12 +33,22 @@ def test_the_system_prompt_is_byte_identical_across_two_chats(chats):
 
 def test_an_on_topic_message_carries_one_full_block_of_its_skill(chats):
     content = user_message(chats.requests[DOCKER][0])
-    assert content.startswith(DOCKER) and content.count("<skill-context") == 1, content[:400]
+    why = f"{content[:400]}\nrecorded: {chats.records[DOCKER]}\n{plugin_problems(chats.log)}"
+    assert content.startswith(DOCKER) and content.count("<skill-context") == 1, why
     assert f'<skill-context name="{SKILL}" mode="full">' in content and "docker compose logs" in content
 
 
 def test_an_off_topic_message_carries_no_block(chats):
     assert user_message(chats.requests[OFF_TOPIC][0]) == OFF_TOPIC
+
+
+def test_each_chat_records_what_its_request_carried(chats):
+    """The decision record says what the model got; each chat's own entries are read (the home's record also
+    holds the other steps' turns on the same message)."""
+    on_topic, off_topic = chats.records[DOCKER], chats.records[OFF_TOPIC]
+    assert [(entry["outcome"], entry["skill"], entry["mode"]) for entry in on_topic] == [
+        ("injected", SKILL, "full")], on_topic
+    assert [entry["outcome"] for entry in off_topic] == ["nothing"], off_topic
 
 
 def test_the_plugin_logs_no_warning_or_error(chats):
