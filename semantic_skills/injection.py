@@ -30,7 +30,8 @@ from typing import Sequence
 from .gates import FULL, HINT
 from .glyphs import one_line, tag_starts
 from .limits import DEFAULT_MAX_SKILL_CHARS, MAX_HINT_CHARS
-from .skills.parsing import MAX_NAME_CHARS, strip_front_matter
+from .skills.front_matter import strip_front_matter
+from .skills.parsing import MAX_NAME_CHARS
 
 OPEN_TAG = "<skill-context"
 CLOSE_TAG = "</skill-context>"

@@ -118,6 +118,18 @@ def test_invalid_yaml_is_kept_with_a_warning(tmp_path):
     assert any("invalid YAML" in w for w in skill.warnings)
 
 
+@pytest.mark.parametrize("front, said", [
+    ('name: quoted\ndescription: "an unclosed quote\ntags: [a]\n',
+     "at line 3 (while scanning a quoted scalar, found unexpected end of stream at line 5)"),
+    ("name: indented\n  description: one space too many\n",
+     "at line 3 (mapping values are not allowed in this context)"),
+])
+def test_invalid_yaml_names_the_line_where_the_fault_starts_and_why(tmp_path, front, said):
+    """#34.9: an unclosed quote on line 3 was reported "at line 5" (where YAML gave up), with no reason."""
+    skill = parse(f"---\n{front}---\nBody.\n".encode(), tmp_path)
+    assert skill.warnings == (f"invalid YAML front matter {said}; read simple 'key: value' lines instead",)
+
+
 def test_non_utf8_bytes_are_replaced_with_a_warning(tmp_path):
     raw = b"---\nname: latin\ndescription: caf\xe9 cr\xe8me\n---\nbody\n"
     skill = parse(raw, tmp_path)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..glyphs import misreading, one_line, visible
+from .front_matter import parse_front_matter, split_front_matter
 
 MAX_FIELD_NODES = 10_000  # values read from one front matter field
 MAX_NAME_CHARS = 64  # the agent's own limits: it cuts names and descriptions to these lengths
@@ -27,7 +28,6 @@ CONDITION_KEYS = ("requires_tools", "requires_toolsets", "fallback_for_tools", "
 Condition = tuple[str, tuple[str, ...] | str]  # a condition key and its value, as the agent reads it
 Conditions = tuple[tuple[str, tuple[Condition, ...]], ...]  # per agent namespace, the conditions it sets
 
-_FENCE = re.compile(r"^---[ \t]*$", re.MULTILINE)
 _WORD = re.compile(r"[^,\s]+")
 
 
@@ -90,46 +90,6 @@ def decode_skill_bytes(raw: bytes) -> tuple[str, list[str]]:
     if not text.strip():
         raise SkillFileError("empty file")
     return text, warnings
-
-
-def split_front_matter(text: str) -> tuple[str | None, str]:
-    """Split ``---``-fenced front matter from the body.
-
-    The closing fence must be a line of its own, so ``---`` inside a quoted or
-    indented value does not end the block. Returns ``(None, text)`` when there
-    is no complete front matter block.
-    """
-    if not text.startswith("---"):
-        return None, text
-    first_newline = text.find("\n")
-    if first_newline == -1 or text[:first_newline].strip() != "---":
-        return None, text
-    closing = _FENCE.search(text, first_newline + 1)
-    if closing is None:
-        return None, text
-    return text[first_newline + 1 : closing.start()], text[closing.end() :].lstrip("\n")
-
-
-def parse_front_matter(block: str) -> tuple[dict[str, Any], list[str]]:
-    """``yaml.safe_load`` the block; on invalid YAML fall back to ``key: value`` lines."""
-    import yaml
-
-    try:
-        data = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        data = {}
-        for line in block.split("\n"):
-            key, sep, value = line.partition(":")
-            if sep and key.strip() and not line.startswith((" ", "\t")):
-                data[key.strip()] = value.strip().strip("'\"")
-        return data, [f"invalid YAML front matter{where}; read simple 'key: value' lines instead"]
-    if data is None:
-        return {}, []
-    if not isinstance(data, dict):
-        return {}, [f"front matter is a {type(data).__name__}, not a mapping; ignored it"]
-    return data, []
 
 
 def first_paragraph(body: str) -> str:
@@ -337,9 +297,3 @@ def parse_skill(raw: bytes, path: Path, root: Path, external: bool = False) -> S
         body=body,
         warnings=tuple(warnings),
     )
-
-
-def strip_front_matter(text: str) -> str:
-    """The markdown body of a SKILL.md text (front matter removed)."""
-    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    return split_front_matter(text)[1]

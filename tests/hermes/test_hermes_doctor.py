@@ -111,6 +111,29 @@ def test_an_empty_library_is_a_state_and_nothing_suggested_refuses(tmp_path, her
         assert done.returncode == 0, command + done.stdout + done.stderr
 
 
+def test_a_skill_read_in_part_is_named_by_build_and_doctor_with_its_line_and_reason(tmp_path, hermes_home):
+    """#34.9: build named the wrong line of an unclosed quote and no reason; doctor said nothing of it."""
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLE_SKILLS / "devops" / "docker-compose-debug", skills / "docker-compose-debug")
+    broken = skills / "notes" / "SKILL.md"
+    broken.parent.mkdir()
+    broken.write_text('---\nname: notes\ndescription: "keeps notes\ntags: [a]\n---\nTake notes.\n')
+    home = make_home(tmp_path, hermes_home.checkout, skills, index_dir=str(tmp_path / "index"), embedder=ONNX)
+    said = (f"{broken}: invalid YAML front matter at line 3 (while scanning a quoted scalar, found unexpected end of "
+            "stream at line 5); read simple 'key: value' lines instead")
+
+    built = build_index(home)
+    doctor = run_hermes(home, "semantic-skills", "doctor", timeout=600)
+
+    assert f"  warning {said}" in built.output.splitlines(), built.output
+    lines = doctor.stdout.splitlines()
+    warning = next(line for line in lines if line.startswith("WARN skills: "))
+    assert warning.endswith(f"; read in part: {said}"), warning
+    fix = "     fix: edit each SKILL.md read in part where its warning says, then build"
+    assert lines[lines.index(warning) + 1] == fix
+    assert lines[-2:] == ["routing works, with these warnings:", f"  skills: {warning[len('WARN skills: '):]}"]
+
+
 def test_an_index_without_skills_keeps_hermes_listing_without_a_warning(tmp_path, hermes_home, onnx_embedder,
                                                                        caplog, monkeypatch):
     from semantic_skills.hermes.prompt.mode import prompt_mode

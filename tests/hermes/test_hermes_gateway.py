@@ -9,7 +9,7 @@ import pytest
 
 from semantic_skills.hermes import runtime as runtime_module
 from semantic_skills.injection import NOTE_FULL, SkillBlock, block_digest, skill_block
-from semantic_skills.skills.parsing import strip_front_matter
+from semantic_skills.skills.front_matter import strip_front_matter
 
 from hermes_testkit import EXAMPLE_SKILLS
 

@@ -24,7 +24,8 @@ from semantic_skills.index.store import load_index
 from semantic_skills.injection import neutralise
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
-from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS, strip_front_matter
+from semantic_skills.skills.front_matter import strip_front_matter
+from semantic_skills.skills.parsing import MAX_DESCRIPTION_CHARS
 
 from hermes_testkit import Gateway, subprocess_env
 from reliability_kit import (

@@ -184,7 +184,7 @@ def test_build_and_doctor_name_a_special_marker_in_one_line_and_go_on(tmp_path, 
     lines = doctor.stdout.splitlines()
     warning = next(line for line in lines if line.startswith("WARN skills: "))
     assert warning.endswith(f"; never read: {said}"), warning
-    assert lines[lines.index(warning) + 1] == "     fix: remove each, or replace it with a regular file"
+    assert lines[lines.index(warning) + 1] == "     fix: remove each special file, or replace it with a regular file"
 
 
 def test_the_word_search_in_the_hermes_process_refuses_a_link_to_dev_zero_in_one_line(tmp_path):

@@ -153,10 +153,10 @@ def skills_check(setup: Setup) -> Check:
     facts = {"on_disk": len(skills), "offered": len(offered), "hidden": hidden, "hidden_on_platform": per_platform,
              "conditional": conditional, "roots": [str(r.path) for r in roots]}
     if not skills:
-        return _with_special_files(Check(
+        return _with_unread_parts(Check(
             "skills", OK, f"no SKILL.md under {', '.join(facts['roots'])} yet: an empty library, so routing injects "
                           f"nothing; add skill folders (each with a SKILL.md) to {setup.home / 'skills'}, then run "
-                          f"`{setup.run('build')}`", facts=facts), found.skipped)
+                          f"`{setup.run('build')}`", facts=facts), found)
     detail = f"{len(offered)} offered of {len(skills)} on disk; hidden: " + ", ".join(
         f"{count} by {rule}" for rule, count in hidden.items())
     if per_platform:
@@ -164,18 +164,26 @@ def skills_check(setup: Setup) -> Check:
     if conditional:
         detail += (f"; {conditional} offered only in sessions whose tools meet their metadata.hermes requires_* / "
                    "fallback_for_* / session_platforms")
-    return _with_special_files(Check("skills", OK, detail, facts=facts), found.skipped)
+    return _with_unread_parts(Check("skills", OK, detail, facts=facts), found)
 
 
-def _with_special_files(check: Check, skipped: list) -> Check:
-    """``check``, a warning naming each FIFO, device or socket in the skills folders that was never read."""
-    special = [s for s in skipped if s.kind]
-    if not special:
+def _with_unread_parts(check: Check, found) -> Check:
+    """``check``, a warning naming each FIFO, device or socket in the skills folders that was never read, and each
+    SKILL.md read only in part (invalid front matter, bad bytes), with its line and reason."""
+    special = [s for s in found.skipped if s.kind]
+    misread = [(s.path, warning) for s in found.skills for warning in s.warnings]
+    if not special and not misread:
         return check
-    check.facts["special_files"] = [s.path for s in special]
-    return Check(check.name, WARN, check.detail + "; never read: " + "; ".join(f"{s.path}: {s.reason}"
-                                                                               for s in special),
-                 "remove each, or replace it with a regular file", check.facts)
+    problems, fixes = [], []
+    if special:
+        check.facts["special_files"] = [s.path for s in special]
+        problems.append("never read: " + "; ".join(f"{s.path}: {s.reason}" for s in special))
+        fixes.append("remove each special file, or replace it with a regular file")
+    if misread:
+        check.facts["misread_files"] = [{"path": path, "warning": warning} for path, warning in misread]
+        problems.append("read in part: " + "; ".join(f"{path}: {warning}" for path, warning in misread))
+        fixes.append("edit each SKILL.md read in part where its warning says, then build")
+    return Check(check.name, WARN, "; ".join([check.detail, *problems]), "; ".join(fixes), check.facts)
 
 
 def _configured_platforms(config: dict) -> list[str]:
