@@ -218,11 +218,12 @@ def test_doctor_fails_without_a_routing_hook_and_warns_for_a_lost_feature(monkey
     setup = report.Setup(tmp_path, {}, PluginSettings(), tmp_path / "index", "sentence-transformers",
                          "semantic-skills")
     healthy = setup_checks.hermes_check(setup)
-    assert healthy.status == "ok" and "nothing is lost: secret_capture" in healthy.detail  # 0.19 has no such feature
+    assert healthy.status == "ok" and "nothing is lost: secret capture" in healthy.detail  # 0.19 has no such feature
+    assert "_" not in healthy.detail.split(":", 1)[1]  # features in words, not the plugin's internal names (#34.10)
 
     monkeypatch.setattr(gateway.run.GatewayRunner, "_is_user_authorized", None)
     lost = setup_checks.hermes_check(setup)
-    assert lost.status == "warn" and "gateway_authorization (" in lost.detail and lost.fix
+    assert lost.status == "warn" and "gateway authorization (" in lost.detail and lost.fix
 
     monkeypatch.setattr(hermes_cli.plugins, "VALID_HOOKS", set(hermes_cli.plugins.VALID_HOOKS) - {"pre_llm_call"})
     unhooked = setup_checks.hermes_check(setup)

@@ -108,12 +108,17 @@ def hermes_check(setup: Setup) -> Check:
     if missing_hooks:
         return Check("hermes", FAIL, f"Hermes {version} has no {', '.join(missing_hooks)} hook: skills are not "
                                      "injected there", fix, facts)
-    never_had = f"; not in this Hermes, so nothing is lost: {', '.join(absent)}" if absent else ""
+    never_had = f"; not in this Hermes, so nothing is lost: {', '.join(map(_feature, absent))}" if absent else ""
     if lacking:
-        return Check("hermes", WARN, f"Hermes {version} lacks: " + "; ".join(f"{c.name} ({c.detail})"
-                                                                           for c in lacking) + never_had, fix, facts)
-    have = ", ".join(c.name for c in found if c.available)
-    return Check("hermes", OK, f"Hermes {version}: {have}{never_had}", facts=facts)
+        return Check("hermes", WARN, f"Hermes {version} lacks: " + "; ".join(
+            f"{_feature(c.name)} ({c.detail})" for c in lacking) + never_had, fix, facts)
+    have = sum(1 for c in found if c.available)
+    return Check("hermes", OK, f"Hermes {version}: the {have} features routing uses are here{never_had}", facts=facts)
+
+
+def _feature(name: str) -> str:
+    """A capability's name in words (``secret_capture``: "secret capture")."""
+    return name.replace("_", " ")
 
 
 def plugin_check(setup: Setup) -> Check:
