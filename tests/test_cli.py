@@ -424,6 +424,9 @@ def test_demo_runs_without_network(default_model):
     assert built - timed[0][0] > 1.0  # said at once, not with everything else once the model has loaded
     assert "inject pdf-to-markdown" in stdout
     assert "inject nothing (small talk" in stdout
+    # one number per message, or how the two add up (#34.10: "score 0.498" and "similarity 0.472", unexplained)
+    hint = re.search(r"inject a hint naming .*\(score (\S+) = similarity (\S+) \+ word match (\S+)\)", stdout)
+    assert hint and abs(float(hint[1]) - float(hint[2]) - float(hint[3])) <= 0.0015, stdout
 
 
 def test_a_build_on_a_terminal_says_at_once_what_it_waits_for_then_counts_the_texts_and_the_time_left(

@@ -55,6 +55,14 @@ def _what(decision) -> str:
     return "inject a hint naming " + " and ".join(c.name for c in decision.named)
 
 
+def _scored(skill) -> str:
+    """A chosen skill's score in words: the similarity the gate reads, plus the word-match bonus when there is one."""
+    bonus = skill.score - skill.similarity
+    if abs(bonus) < 0.0005:
+        return f"score {skill.score:.3f}"
+    return f"score {skill.score:.3f} = similarity {skill.similarity:.3f} + word match {bonus:.3f}"
+
+
 @main.command()
 @click.argument("message", required=False)
 @click.option("--queries", type=click.File("r", encoding="utf-8"),
@@ -74,7 +82,7 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
         if as_json:
             echo_json(_decision(message, decision))
         elif decision.skill:
-            echo(f"{_what(decision)} (score {decision.score:.3f}): {decision.reason}")
+            echo(f"{_what(decision)} ({_scored(decision.skill)}): {decision.reason}")
             echo(f"({SCORE_WORDS})")
         else:
             echo(f"inject nothing: {decision.reason}")
@@ -127,7 +135,7 @@ def demo(show_chars):
                 nearest = f"; nearest {best.name} at {best.score:.3f}" if best else ""
                 echo(f"  inject nothing ({decision.reason}{nearest})\n")
                 continue
-            echo(f"  {_what(decision)} (score {decision.score:.3f})")
+            echo(f"  {_what(decision)} ({_scored(decision.skill)})")
             if decision.mode != FULL:
                 echo(f"  ({decision.reason})\n")
                 continue
