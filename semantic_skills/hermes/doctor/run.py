@@ -68,8 +68,9 @@ def _checks(setup: Setup, python: Check, worker_timeout: float, earlier: Earlier
     yield index
     yield names_check(setup, index)
     if found.blocking:
-        yield Check("worker", SKIP, f"started once {', '.join(found.absent + found.failing)} are installed (see "
-                                    "dependencies above)")
+        waits = (f"{', '.join(found.absent + found.failing)} are installed" if found.absent or found.failing else
+                 "the embedder is one this machine runs")
+        yield Check("worker", SKIP, f"started once {waits} (see dependencies above)")
     elif index.status == FAIL:
         yield Check("worker", SKIP, "started once the index above is fixed")
     else:
