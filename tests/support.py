@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import errno
 import hashlib
 import json
@@ -74,6 +75,18 @@ def edit_manifest(index_dir: Path, change) -> None:
     data = json.loads((index_dir / MANIFEST).read_text())
     change(data)
     (index_dir / MANIFEST).write_text(json.dumps(data))
+
+
+def import_refused(monkeypatch, module: str) -> None:
+    """Make ``import module`` fail as it does where the package is not installed (this test only)."""
+    real_import = builtins.__import__
+
+    def without_it(name, *args, **kwargs):
+        if name == module:
+            raise ImportError(f"No module named {module!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_it)
 
 
 def closed_port_url() -> str:

