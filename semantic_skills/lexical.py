@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .skills.words import split_words
+from .skills.words import has_unspaced_script, split_words
 
 
 def tokenize(text: str) -> list[str]:
@@ -49,11 +49,13 @@ class LexicalIndex:
 
         The terms are stored already tokenized (see ``recipe.body_terms``), so
         only the other fields go through :func:`tokenize`: half the work of
-        opening a large index.
+        opening a large index. Terms holding Chinese or Japanese are split
+        again: an index built before those were cut into pairs stored each run
+        whole, and a pair splits into itself.
         """
         return cls([
             tokenize(" ".join([r.name, r.folder, r.description, " ".join(r.tags), r.category.replace("/", " ")]))
-            + r.terms.split()
+            + (split_words(r.terms) if has_unspaced_script(r.terms) else r.terms.split())
             for r in records
         ])
 

@@ -327,3 +327,22 @@ def test_lexical_scores_give_the_best_match_one_and_no_overlap_zero():
     assert not LexicalIndex([]).scores("anything").any()
     among_the_rest = index.scores("find a gif on giphy", eligible=np.array([False, True, True]))
     assert among_the_rest[2] == pytest.approx(1.0) and among_the_rest[0] > 1.0
+
+
+def test_chinese_and_japanese_runs_are_cut_into_character_pairs_and_latin_words_stay_whole():
+    assert tokenize("用Python做数据分析") == ["用", "python", "做数", "数据", "据分", "分析"]
+    assert tokenize("猫の写真") == ["猫の", "の写", "写真"]
+    assert tokenize("Ｇｉｆ　ａｐｉ を使って") == ["gif", "api", "を使", "使っ", "って"]
+
+
+def test_a_chinese_message_finds_the_chinese_skill_that_shares_its_words():
+    def record(name: str, description: str, terms: str) -> SkillRecord:
+        return SkillRecord(name, name, name, "", "", description, (), (), (), False, 0, 1, terms)
+
+    records = [record("nginx-config", "配置Nginx反向代理和负载均衡", " ".join(tokenize("排查502错误"))),
+               record("mysql-slow-query", "MySQL性能", "慢查询日志分析"),  # terms stored whole, by an older build
+               record("meeting-minutes", "整理会议纪要", "")]
+    index = LexicalIndex.for_skills(records)
+    assert index.scores("帮我看看慢查询的日志").argmax() == 1
+    assert index.scores("网关返回502错误怎么排查").argmax() == 0
+    assert index.scores("写一份会议纪要").argmax() == 2
