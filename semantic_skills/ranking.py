@@ -1,7 +1,7 @@
 """Scoring skills for a message: what is precomputed from an index, and the two-pass ranking.
 
 1. every eligible skill's main vector is scored (one matrix-vector product),
-   plus a small BM25 bonus (``LEXICAL_WEIGHT`` x the lexical score scaled to 0..1);
+   plus a small BM25 bonus (the index's lexical weight x the lexical score scaled to 0..1);
 2. the best ``SHORTLIST`` skills are re-scored with their sentence views: a
    skill's similarity is the mean of its main cosine and its best sentence
    cosine, and its score is that similarity plus the lexical bonus.
@@ -26,6 +26,10 @@ from .skills.eligibility import environments_allow, platforms_allow
 from .skills.parsing import MAX_NAME_CHARS
 
 LEXICAL_WEIGHT = 0.05
+# The bonus is in cosine units, so it shrinks with the embedder's scale: in proportion to the index's median
+# separation where that is below this one (sgd's with the bundled model, the lowest of its sets). An embedder that
+# packs every skill closer (multilingual-e5: 0.08-0.15) would otherwise let word overlap outrank its cosines.
+FULL_LEXICAL_SEPARATION = 0.36
 SHORTLIST = 64
 # Nearest other skills kept per skill: the first NEIGHBOURS eligible ones give its separation.
 NEIGHBOUR_TABLE = NEIGHBOURS + 16
@@ -45,7 +49,8 @@ class IndexState:
     with; ``platform_ok`` is the first half alone), and ``offered_by_environments``
     the same for other inactive environments, computed once per set a request names;
     ``positions`` maps each name and folder to its skills, so a message's
-    exclusions cost a lookup per name.
+    exclusions cost a lookup per name. ``lexical_weight`` is what the lexical
+    score is worth in cosine units for this index (see :func:`_lexical_weight`).
     """
 
     manifest: Manifest
@@ -58,6 +63,7 @@ class IndexState:
     offered: np.ndarray
     positions: dict[str, list[int]]
     platform_ok: np.ndarray
+    lexical_weight: float = LEXICAL_WEIGHT
     offered_by_environments: dict[frozenset[str], np.ndarray] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -74,7 +80,8 @@ class IndexState:
                 positions.setdefault(key, []).append(i)
         neighbours, neighbour_cosine = _neighbour_table(main)
         return cls(manifest, main, _padded_views(vectors, starts, counts), neighbours, neighbour_cosine,
-                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions, platform_ok)
+                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions, platform_ok,
+                   _lexical_weight(neighbour_cosine))
 
     def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:
         """Skills this machine may offer whose name and folder are not in ``exclude``.
@@ -155,7 +162,7 @@ def rank(state: IndexState, text: str, exclude: Iterable[str], embed_query: Call
     # einsum: one single-threaded pass over the matrix; BLAS threads stall when the machine is busy
     main_cosine = np.einsum("ij,j->i", state.main, query)
     lexical = state.lexical.scores(text, mask)
-    first_pass = np.where(mask, main_cosine + LEXICAL_WEIGHT * lexical, -np.inf)
+    first_pass = np.where(mask, main_cosine + state.lexical_weight * lexical, -np.inf)
     size = min(SHORTLIST, eligible)
     if size < len(first_pass):
         shortlist = np.argpartition(-first_pass, size - 1)[:size]
@@ -164,7 +171,7 @@ def rank(state: IndexState, text: str, exclude: Iterable[str], embed_query: Call
     main_cosine, lexical = main_cosine[shortlist], lexical[shortlist]
     view_cosine = (state.views[shortlist] @ query).max(axis=1) if state.views is not None else main_cosine
     similarity = (main_cosine + view_cosine) / 2
-    scores = similarity + LEXICAL_WEIGHT * lexical
+    scores = similarity + state.lexical_weight * lexical
     order = np.lexsort((shortlist, -scores))
     ranked = shortlist[order]
     top = int(ranked[0])
@@ -203,6 +210,15 @@ def _neighbour_table(main: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     is_self = labels == np.arange(count)[:, None]
     is_self[~is_self.any(axis=1), -1] = True  # a tie pushed the skill itself out: drop the last instead
     return labels[~is_self].reshape(count, k), similarities[~is_self].reshape(count, k)
+
+
+def _lexical_weight(neighbour_cosine: np.ndarray) -> float:
+    """``LEXICAL_WEIGHT``, times the index's median separation over ``FULL_LEXICAL_SEPARATION`` where that is less
+    than one (an index with fewer than two skills keeps the full weight)."""
+    if neighbour_cosine.shape[1] == 0:
+        return LEXICAL_WEIGHT
+    median = float(np.median(1.0 - neighbour_cosine[:, :NEIGHBOURS].mean(axis=1)))
+    return LEXICAL_WEIGHT * min(1.0, max(median, MIN_SEPARATION) / FULL_LEXICAL_SEPARATION)
 
 
 def _separation(neighbours: np.ndarray, cosines: np.ndarray, eligible: np.ndarray) -> float:
