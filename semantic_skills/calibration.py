@@ -31,7 +31,7 @@ from .evaluation import RoutedQuery, rate
 from .gates import DEFAULT_MIN_FULL_PRECISION, DEFAULT_MIN_PRECISION, FLOOR, Gate
 from .index.store import write_router_section
 
-FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(26))  # 0.30 .. 0.80
+FLOOR_GRID = tuple(round(FLOOR + 0.02 * i, 2) for i in range(31))  # 0.30 .. 0.90 (compressed scales sit high)
 GAP_GRID = tuple(round(0.01 * i, 2) for i in range(101))  # 0.00 .. 1.00
 MARGIN_GRID = tuple(round(0.05 * i, 2) for i in range(11))  # 0.00 .. 0.50
 

@@ -73,17 +73,20 @@ class Gate:
         object.__setattr__(self, "floor", max(FLOOR, float(self.floor)))
 
     @classmethod
-    def from_router_settings(cls, router: dict, floor: float | None = None) -> "Gate":
+    def from_router_settings(cls, router: dict, floor: float | None = None,
+                             defaults: "Gate | None" = None) -> "Gate":
         """The gate stored in an index manifest's ``router`` section; ``floor`` overrides its floor.
 
-        Defaults fill what the section lacks; a section calibrated before the
-        full gate existed gets one no looser than its relative gap.
+        ``defaults`` (the index's embedder's gate, see :func:`default_gate`; else
+        the bundled model's) fill what the section lacks; a section calibrated
+        before the full gate existed gets one no looser than its relative gap.
         """
-        chosen_floor = floor if floor is not None else router.get("threshold", DEFAULT_FLOOR)
-        min_gap = float(router.get("min_relative_gap", DEFAULT_MIN_RELATIVE_GAP))
+        defaults = defaults or cls()
+        chosen_floor = floor if floor is not None else router.get("threshold", defaults.floor)
+        min_gap = float(router.get("min_relative_gap", defaults.min_relative_gap))
         return cls(float(chosen_floor), min_gap,
-                   float(router.get("full_relative_gap", max(DEFAULT_FULL_RELATIVE_GAP, min_gap))),
-                   float(router.get("full_relative_margin", DEFAULT_FULL_RELATIVE_MARGIN)))
+                   float(router.get("full_relative_gap", max(defaults.full_relative_gap, min_gap))),
+                   float(router.get("full_relative_margin", defaults.full_relative_margin)))
 
     def as_router_settings(self) -> dict:
         """The manifest's ``router`` fields for this gate (what :meth:`from_router_settings` reads)."""
@@ -108,6 +111,18 @@ class Gate:
                 else f"relative margin {margin:.3f} below {self.full_relative_margin:.2f}")
         return Verdict(HINT, pair, f"plausible: similarity {similarity:.3f} >= {self.floor:.2f} and relative gap "
                                    f"{gap:.3f} >= {self.min_relative_gap:.2f}, but {weak}")
+
+
+# The gate of an embedder whose cosine scale is not the bundled MiniLM's, by (backend, model): what ``calibrate``
+# chose for it, with the default targets, on the metatool dev set (docs/quality.md, "Every language"), so a user
+# who switches embedders gets a fitted gate without calibrating. An index's own calibration (``--write``) wins.
+EMBEDDER_GATES: dict[tuple[str, str], Gate] = {}
+
+
+def default_gate(backend: str, model: str) -> Gate:
+    """The gate an index built by this embedder uses where its manifest stores none: its fitted one, else the
+    bundled model's."""
+    return EMBEDDER_GATES.get((backend, model), Gate())
 
 
 def relative_gap(top: float, competitor_mean: float, separation: float) -> float:

@@ -19,7 +19,7 @@ import numpy as np
 from .embedders.base import Embedder
 from .embedders.factory import configured_identity, create_embedder, settings_for_identity
 from .errors import EmbedderMismatch, command
-from .gates import Gate, is_small_talk
+from .gates import Gate, default_gate, is_small_talk
 from .index.manifest import Manifest
 from .index.store import load_index, manifest_stamp
 from .limits import MAX_QUERY_CHARS
@@ -201,7 +201,9 @@ class SkillRouter:
 
     def _gate(self, floor: float | None) -> Gate:
         chosen = floor if floor is not None else self._floor
-        return Gate.from_router_settings(self._state.manifest.router, chosen)
+        manifest = self._state.manifest
+        return Gate.from_router_settings(manifest.router, chosen,
+                                         default_gate(manifest.embedder.backend, manifest.embedder.model))
 
     # ------------------------------------------------------------------ scoring
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from semantic_skills.embedders.base import Embedder, EmbedderIdentity
 from semantic_skills.errors import ConfigError, EmbedderMismatch
-from semantic_skills.gates import DEFAULT_FLOOR, FLOOR, FULL, HINT
+from semantic_skills.gates import DEFAULT_FLOOR, FLOOR, FULL, HINT, Gate
 from semantic_skills.index.manifest import MANIFEST, Manifest, SkillRecord
 from semantic_skills.index.store import write_index
 from semantic_skills.ranking import _neighbour_table, _padded_views, _separation
@@ -275,3 +275,42 @@ def test_embedder_settings_given_by_name_must_match_the_index(tmp_path):
     for chosen, explicit in ((EmbedderSettings(), True), (EmbedderSettings(backend="onnx"), False)):
         with pytest.raises(EmbedderMismatch, match=f"the configured embedder is {chosen.backend}"):
             SkillRouter.from_settings(tmp_path / "index", chosen, explicit=explicit)
+
+
+def test_an_index_without_a_calibrated_gate_uses_the_gate_shipped_for_its_embedder(tmp_path, monkeypatch):
+    from semantic_skills import gates
+
+    fitted = Gate(0.6, 0.4, 0.5, 0.3)
+    monkeypatch.setitem(gates.EMBEDDER_GATES, ("fake", "table"), fitted)
+    write_synthetic_index(tmp_path / "fitted", {"s0": [axis(0)], "s1": [axis(1)]})
+    embedder = TableEmbedder({"faint": unit(0.55, 0.0, 1.0)})
+    router = SkillRouter.open(tmp_path / "fitted", embedder=embedder)
+    assert router.gate == fitted
+    assert "below the floor 0.60" in router.route("faint").reason  # similarity 0.48: the bundled floor would pass it
+    calibrated = {"threshold": 0.45, "min_relative_gap": 0.3, "full_relative_gap": 0.35, "full_relative_margin": 0.1}
+    write_synthetic_index(tmp_path / "own", {"s0": [axis(0)], "s1": [axis(1)]}, router=calibrated)
+    assert SkillRouter.open(tmp_path / "own", embedder=embedder).gate == Gate(0.45, 0.3, 0.35, 0.1)
+    monkeypatch.delitem(gates.EMBEDDER_GATES, ("fake", "table"))
+    assert SkillRouter.open(tmp_path / "fitted", embedder=embedder).gate == Gate()
+
+
+def test_the_lexical_bonus_shrinks_with_the_index_separation_and_keeps_its_weight_on_the_bundled_scale():
+    from semantic_skills.ranking import FULL_LEXICAL_SEPARATION, LEXICAL_WEIGHT, _lexical_weight
+
+    spread = np.array([[0.5] * 9] * 4)  # median separation 0.5: the bundled model's sets have 0.36 to 0.64
+    packed = np.array([[0.9] * 9] * 4)  # 0.1: multilingual-e5's are 0.08 to 0.15
+    assert _lexical_weight(spread) == LEXICAL_WEIGHT
+    assert _lexical_weight(packed) == pytest.approx(LEXICAL_WEIGHT * 0.1 / FULL_LEXICAL_SEPARATION)
+    assert _lexical_weight(np.zeros((1, 0))) == LEXICAL_WEIGHT
+
+
+def test_on_a_packed_index_word_overlap_does_not_outrank_a_closer_skill(tmp_path):
+    near, far = unit(1.0, 0.20), unit(1.0, 0.0, 0.20)  # cosine 0.96 to each other, as e5 packs skills
+    skills = {"closer": [near], "same-words": [far]}
+    skills.update({f"filler-{i}": [unit(1.0, 0.0, 0.0, 0.2, *([0.0] * i + [0.2]))] for i in range(6)})
+    write_synthetic_index(tmp_path / "index", skills)
+    query = unit(1.0, 0.25)  # cosine 0.999 to "closer", 0.951 to "same-words", which shares its words
+    router = SkillRouter.open(tmp_path / "index", embedder=TableEmbedder({"about same-words": query}))
+    top, second = router.search("about same-words", k=2)
+    assert (top.name, second.name, second.lexical) == ("closer", "same-words", 1.0)
+    assert router._state.lexical_weight < 0.01  # a bonus of 0.05 would put "same-words" first

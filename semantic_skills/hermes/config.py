@@ -129,7 +129,8 @@ def in_use_instead(problem: SettingProblem, floor: str = "") -> str:
     """What the plugin uses instead of ``problem``'s value, in words; ``floor``: the floor routing uses without a
     threshold, in words, when the caller has read the index (else said in general)."""
     if problem.key == "threshold":
-        return f"routing uses {floor or f'the index calibrated floor, else {DEFAULT_FLOOR}'}"
+        general = f"the index calibrated floor, else its embedder's default ({DEFAULT_FLOOR} for the bundled model)"
+        return f"routing uses {floor or general}"
     if problem.key in ("settings", "embedder"):
         return f"the plugin uses the default for every {'embedder field' if problem.key == 'embedder' else 'setting'}"
     shown = problem.using if problem.using != "" else "none"

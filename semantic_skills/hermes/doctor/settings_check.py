@@ -12,7 +12,7 @@ import shlex
 
 import yaml
 
-from ...gates import DEFAULT_FLOOR, FLOOR
+from ...gates import EMBEDDER_GATES, FLOOR, Gate
 from ...settings import EMBEDDER_BACKENDS, SettingProblem
 from ..config import ENTRY_KEY, SETTINGS_KEY, in_use_instead, not_a_setting, unknown_settings
 from .dependencies import index_manifest
@@ -44,12 +44,17 @@ def settings_check(setup: Setup) -> Check:
 
 def index_floor(setup: Setup) -> tuple[float, str]:
     """The floor routing uses without a threshold setting, and whose it is: the index's calibrated value, else the
-    default (as ``Gate.from_router_settings`` chooses)."""
-    router = index_manifest(setup.index_dir).get("router")
+    default of the embedder that built it (as ``SkillRouter`` chooses)."""
+    manifest = index_manifest(setup.index_dir)
+    router = manifest.get("router")
     value = router.get("threshold") if isinstance(router, dict) else None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return max(FLOOR, float(value)), "the index's calibrated value"
-    return DEFAULT_FLOOR, "the default floor"
+    embedder = manifest.get("embedder") if isinstance(manifest.get("embedder"), dict) else {}
+    fitted = EMBEDDER_GATES.get((str(embedder.get("backend")), str(embedder.get("model"))))
+    if fitted is not None:
+        return fitted.floor, f"the default floor for {embedder.get('backend')} {embedder.get('model')}"
+    return Gate().floor, "the default floor"
 
 
 def _unset(setup: Setup, problem: SettingProblem) -> str:
