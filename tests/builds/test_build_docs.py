@@ -77,6 +77,14 @@ def paste(build: Build, home: Path, cwd: Path, text: str) -> tuple[list[str], st
     return said, done.stdout + done.stderr
 
 
+def uninstall_list(printed: str) -> str:
+    """The commands ``semantic-skills uninstall`` printed within ``printed``, from its first line to its total."""
+    lines = printed.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("# Nothing has been removed.")]
+    ends = [n for n, line in enumerate(lines) if line.startswith("# Together they free")]
+    return "\n".join(lines[starts[0]:ends[-1] + 1]) if starts and ends else ""
+
+
 def assert_ran(said: list[str], printed: str, what: str) -> None:
     problems = [line for line in said if line.startswith(PROBLEM)]
     assert said and not problems, f"{what}:\n" + "\n".join(said) + "\n--- printed ---\n" + printed[-4000:]
@@ -115,6 +123,10 @@ def test_each_block_runs_as_pasted_on_this_build(build, user, doc):
         said, printed = paste(build, home, work, "\n".join(block.text for block in parts))
         assert_ran(said, printed, f"{doc}, {section}, on {build.label}")
         assert any(line.startswith("ran") and build.command in line for line in said), said
+        plan = uninstall_list(printed)
+        if plan:  # the section printed what removes the plugin: the user runs that next, as printed
+            said, printed = paste(build, home, work, plan)
+            assert_ran(said, printed, f"{doc}, {section}: the uninstall list it printed, on {build.label}")
 
     assert not (home / "plugins" / PLUGIN).exists() or doc == "after-install.md"  # the README's walk removed it
 
