@@ -151,3 +151,22 @@ def test_doctors_fixes_and_the_uninstall_list_run_as_printed_on_this_build(build
     restart = listed.stdout.strip().splitlines()[-1]
     assert f"(HERMES_HOME={home} {build.command} gateway restart)" in restart, restart
     assert not (home / "plugins" / PLUGIN).exists()
+
+
+def test_the_install_by_hand_for_a_hermes_pm_cannot_prepare_runs_as_pasted(build, user):
+    """docs/install.md's way past a ``hermes pm`` that cannot download its Python (no network): the block, pasted
+    in the clone, leaves a plugin this Hermes loads and enables without PM, whose build and doctor then pass."""
+    if not build.can("pm"):
+        pytest.skip("only a Hermes whose plugin commands go through hermes pm needs it")
+    home, work = user
+    section = "### When `hermes pm` cannot download its Python"
+    blocks = [block for block in shell_blocks("docs/install.md") if block.section == section]
+    assert len(blocks) == 1, f"docs/install.md: one shell block under {section!r}"
+
+    said, printed = paste(build, home, work / PLUGIN, blocks[0].text)
+    assert_ran(said, printed, f"docs/install.md, {section}, on {build.label}")
+    assert (home / "plugins" / PLUGIN / ".git").is_dir()
+    built = build.run(home, PLUGIN, "build", cwd=work)
+    assert built.returncode == 0, built.explain()
+    doctor = build.run(home, PLUGIN, "doctor", cwd=work)
+    assert doctor.returncode == 0 and "routing works" in doctor.stdout, doctor.explain()
