@@ -10,9 +10,10 @@ folder.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import ContextManager, Sequence
 
 import numpy as np
 
@@ -43,8 +44,9 @@ class ProgressBar:
 class BuildProgress:
     """What a build tells whoever shows its progress: the embedder loads its model, then the texts are embedded."""
 
-    def loading(self, embedder: str) -> None:  # pragma: no cover - trivial default
-        """``embedder`` (what it is, in words) is about to load its model."""
+    def loading(self, embedder: str) -> ContextManager[None]:
+        """A context that lasts while ``embedder`` (what it is, in words) loads its model."""
+        return nullcontext()
 
     def embedding(self, total: int) -> ProgressBar:  # pragma: no cover - trivial default
         """``total`` texts are about to be embedded: the bar their batches advance."""
@@ -231,9 +233,8 @@ class _Embedding:
             self.embedder = create_embedder(self.embedder)
         views = [recipe.skill_views(s) for s in skills]
         texts = [t for v in views for t in v]
-        if self.progress:
-            self.progress.loading(self.embedder.identity.describe())
-        self.embedder.load()  # before the bar, so its time left counts the embedding alone
+        with self.progress.loading(self.embedder.identity.describe()) if self.progress else nullcontext():
+            self.embedder.load()  # before the bar, so its time left counts the embedding alone
         bar = self.progress.embedding(len(texts)) if self.progress else None
         try:
             vectors = self.embedder.embed_documents(texts, progress=bar.advance if bar else None)

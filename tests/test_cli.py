@@ -463,6 +463,37 @@ def test_a_wait_longer_than_two_seconds_is_announced_on_a_terminal_only(capsys, 
     assert capsys.readouterr().err == "loading the model...\n"  # once: on the terminal, for the slow wait
 
 
+def test_a_model_that_loads_for_seconds_has_them_counted_on_its_line(capsys, monkeypatch):
+    from semantic_skills.cli import progress
+
+    monkeypatch.setattr(progress, "TICK_SECONDS", 0.05, raising=False)
+    with progress.TerminalProgress().loading("onnx bundled:all-MiniLM-L6-v2-int8"):
+        time.sleep(0.4)
+
+    note = "Loading the embedder (onnx bundled:all-MiniLM-L6-v2-int8)..."
+    err = capsys.readouterr().err
+    counts = re.fullmatch(rf"{re.escape(note)}((?:\r{re.escape(note)} \d+ s)+)\n", err)
+    assert counts and counts.group(1).count("\r") >= 3, repr(err)  # said at once, then counted on its line
+
+
+def test_doctors_note_before_a_slow_check_counts_its_seconds_on_a_terminal_only(capsys, monkeypatch):
+    from semantic_skills.cli import doctor, progress
+    from semantic_skills.hermes.doctor.report import Progress
+
+    monkeypatch.setattr(progress, "TICK_SECONDS", 0.05, raising=False)
+    note = "...  starting the routing worker (loading the index and the model; up to 120 s)..."
+    for terminal in (True, False):
+        monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
+        with doctor._print(Progress(note[5:])):
+            time.sleep(0.4)
+        out = capsys.readouterr().out
+        if terminal:
+            counts = re.fullmatch(rf"{re.escape(note)}((?:\r{re.escape(note)} \d+ s)+)\n", out)
+            assert counts and counts.group(1).count("\r") >= 3, repr(out)
+        else:
+            assert out == note + "\n"  # a pipe gets the line alone
+
+
 def test_the_installed_console_script_runs(examples_index):
     script = shutil.which("semantic-skills")
     if script is None:

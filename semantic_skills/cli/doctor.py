@@ -4,11 +4,15 @@ printed as soon as its check is done."""
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack, nullcontext
+from typing import ContextManager
 
 import click
 
+from . import progress
 from .app import json_option, main
 from .output import echo, echo_json
+from .progress import counted
 
 MARKS = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 INDENT = " " * 5  # a fix goes on its own line, under its problem
@@ -36,32 +40,38 @@ def doctor(timeout, as_json):
     from ..hermes.doctor.run import run_doctor
 
     checks, last = [], None
-    for item in run_doctor(timeout):
-        if isinstance(item, Check):
-            checks.append(item)
-        elif not isinstance(item, Progress):
-            last = item  # the verdict comes last
-        if not as_json:
-            _print(item)
+    with ExitStack() as waiting:
+        for item in run_doctor(timeout):
+            waiting.close()  # what a progress note announced is over
+            if isinstance(item, Check):
+                checks.append(item)
+            elif not isinstance(item, Progress):
+                last = item  # the verdict comes last
+            if not as_json:
+                waiting.enter_context(_print(item))
     if as_json:
         echo_json({"ok": last.healthy, "verdict": last.text, "checks": [c.as_dict() for c in checks]})
     if not last.healthy:
         sys.exit(1)
 
 
-def _print(item) -> None:
-    """One line of the report as it comes: a check (with its fix under it), a progress note, or the verdict."""
+def _print(item) -> ContextManager[None]:
+    """One line of the report as it comes: a check (with its fix under it), a progress note, or the verdict. The
+    context lasts until the next item: on a terminal, a progress note counts the seconds of its wait meanwhile."""
     from ..hermes.doctor.report import Check, Progress
 
     if isinstance(item, Progress):
+        if sys.stdout.isatty():
+            return counted(f"...  {item.text}", every=progress.TICK_SECONDS, err=False)
         echo(f"...  {item.text}")
-        return
+        return nullcontext()
     if not isinstance(item, Check):
         echo(item.text)
-        return
+        return nullcontext()
     check = item
     echo(f"{MARKS.get(check.status, check.status)} {check.name}: {check.detail}")
     if check.fix and check.status != "ok":
         echo(f"{INDENT}fix: {check.fix}")
     if check.alternative and check.status != "ok":
         echo(f"{INDENT}or:  {check.alternative}")
+    return nullcontext()

@@ -1,18 +1,21 @@
-"""Nothing that takes more than a couple of seconds runs silently: on a terminal, a note while a model loads and a
-bar with counts and the time left while texts are embedded or messages routed; nothing on a pipe."""
+"""Nothing that takes more than a couple of seconds runs silently: on a terminal, a note while a model loads, with
+the seconds it has taken counted on its line, and a bar with counts and the time left while texts are embedded or
+messages routed; nothing on a pipe."""
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
 import click
 
-from .output import echo
+from ..glyphs import visible
 
 QUIET_SECONDS = 2.0  # what runs longer than this is announced
+TICK_SECONDS = 1.0  # how often a note of a wait counts the seconds on its line
 
 
 @contextmanager
@@ -45,12 +48,35 @@ class TerminalBar:
         self._bar.__exit__(None, None, None)
 
 
-class TerminalProgress:
-    """A build's progress on a terminal (see ``builder.BuildProgress``): a note as the embedder starts loading its
-    model, then a :class:`TerminalBar` over the texts to embed."""
+@contextmanager
+def counted(text: str, every: float = TICK_SECONDS, err: bool = True) -> Iterator[None]:
+    """Say ``text`` on stderr (stdout without ``err``) at once, then, each ``every`` seconds until the block ends,
+    the seconds it has taken so far at the end of that line ("Loading the embedder (...)... 3 s"), so that a long
+    wait is never silent."""
+    note = visible(text)
+    click.echo(note, err=err, nl=False)
+    started, done = time.monotonic(), threading.Event()
 
-    def loading(self, embedder: str) -> None:
-        echo(f"Loading the embedder ({embedder})...", err=True)
+    def count() -> None:
+        while not done.wait(every):
+            click.echo(f"\r{note} {time.monotonic() - started:.0f} s", err=err, nl=False)
+
+    counter = threading.Thread(target=count, name="semantic-skills-wait", daemon=True)
+    counter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        counter.join()
+        click.echo(err=err)
+
+
+class TerminalProgress:
+    """A build's progress on a terminal (see ``builder.BuildProgress``): a note while the embedder loads its model,
+    counting the seconds, then a :class:`TerminalBar` over the texts to embed."""
+
+    def loading(self, embedder: str):
+        return counted(f"Loading the embedder ({embedder})...", every=TICK_SECONDS)
 
     def embedding(self, total: int) -> TerminalBar:
         return TerminalBar(total)
