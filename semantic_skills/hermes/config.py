@@ -287,6 +287,8 @@ def load_config(home: Path) -> dict:
             return cached[1]
     try:
         data = _parse_config(path)
+    except ModuleNotFoundError:  # no pyyaml in this Python: the file is not at fault, the dependency check names it
+        return {}
     except Exception as exc:  # noqa: BLE001 - any content at all: the plugin runs on its defaults
         logger.warning("semantic-skills: cannot use %s (%s); the plugin runs on its default settings until the "
                        "file changes", path, f"{type(exc).__name__}: {exc}"[:200])
