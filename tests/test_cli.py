@@ -494,6 +494,27 @@ def test_doctors_note_before_a_slow_check_counts_its_seconds_on_a_terminal_only(
             assert out == note + "\n"  # a pipe gets the line alone
 
 
+def test_the_command_line_prints_the_plugins_warnings_and_none_of_the_hermes_modules_it_imports():
+    """Hermes 0.20.1 runs ``hermesx semantic-skills doctor`` in a process of its own where nothing configured logging,
+    and Hermes' tools, imported by the listing check, warned there about Hermes' own SQLite on the user's terminal."""
+    script = textwrap.dedent("""\
+        import logging, sys
+        from semantic_skills.cli.app import main
+
+        @main.command()
+        def noisy():
+            logging.getLogger("hermes_state").warning("Hermes' own warning")
+            logging.getLogger("semantic_skills.hermes.home_index").warning("the plugin's warning")
+
+        sys.argv = ["semantic-skills", "noisy"]
+        main()
+        """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "the plugin's warning\n"
+
+
 def test_the_installed_console_script_runs(examples_index):
     script = shutil.which("semantic-skills")
     if script is None:

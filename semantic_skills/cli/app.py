@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import sys
 from pathlib import Path
@@ -42,6 +43,30 @@ class _Command(click.Command):
             if os.environ.get("SEMANTIC_SKILLS_DEBUG"):
                 raise
             _fail(f"unexpected {type(exc).__name__}: {exc} (set SEMANTIC_SKILLS_DEBUG=1 for a traceback)")
+
+
+class _PluginWarnings(logging.Handler):
+    """What Python prints of a log record when nothing is configured (WARNING and up, the message alone, on the
+    current stderr), for the plugin's own loggers only."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.addFilter(logging.Filter("semantic_skills"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(f"{self.format(record)}\n")
+        except Exception:  # noqa: BLE001 - as logging's own handlers do
+            self.handleError(record)
+
+
+def _print_only_the_plugins_warnings() -> None:
+    """In a process where nothing configured logging (this command line, or Hermes 0.20's subprocess for it), the
+    plugin's warnings reach stderr, and nothing of the Hermes modules its checks import: they log about Hermes'
+    own state (0.20.1 warned about its SQLite when doctor imported its tools), which Hermes itself reports."""
+    root = logging.getLogger()
+    if not root.handlers:  # a Hermes that runs this command in its own process has its handlers, and keeps them
+        root.addHandler(_PluginWarnings())
 
 
 class _Group(click.Group):
@@ -122,3 +147,4 @@ def index_options(command):
 @click.version_option(__version__, prog_name=DEFAULT_COMMAND)
 def main():
     """Build and query a semantic index of SKILL.md files."""
+    _print_only_the_plugins_warnings()
