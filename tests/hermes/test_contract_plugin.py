@@ -221,6 +221,12 @@ def test_install_commands_name_the_distribution_that_provides_hermes(monkeypatch
         assert (lookup.hermes_distribution(), lookup.hermes_script()) == named
 
 
+def backport_distribution_classes() -> list[type]:
+    """importlib_metadata's PathDistribution, where that backport has been imported."""
+    backport = sys.modules.get("importlib_metadata")
+    return [backport.PathDistribution] if backport is not None else []
+
+
 def test_register_reads_no_installed_distributions_file_list(tmp_path, monkeypatch):
     """Hermes 0.22 skips a plugin whose import and register() take longer than ``plugins.load_timeout_seconds``
     (10 s). Finding Hermes' distribution through every installed distribution's file list (``RECORD``: thousands
@@ -229,13 +235,18 @@ def test_register_reads_no_installed_distributions_file_list(tmp_path, monkeypat
     distribution in a few lines each."""
     import importlib.metadata
 
-    read, original = [], importlib.metadata.PathDistribution.read_text
+    read = []
 
-    def recording(distribution, filename):
-        read.append(filename)
-        return original(distribution, filename)
+    def recording(original):
+        def read_text(distribution, filename):
+            read.append(filename)
+            return original(distribution, filename)
+        return read_text
 
-    monkeypatch.setattr(importlib.metadata.PathDistribution, "read_text", recording)
+    # the standard library's distributions, and the importlib_metadata backport's, whose finder a library the suite
+    # imports (litellm, Hermes' tools) puts on sys.meta_path, so that the standard entry_points() yields them too
+    for distribution_class in {importlib.metadata.PathDistribution, *backport_distribution_classes()}:
+        monkeypatch.setattr(distribution_class, "read_text", recording(distribution_class.read_text))
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))  # a home of its own, whose runtime is made here
     monkeypatch.setattr(sys, "argv", ["hermes", "semantic-skills", "status"])  # no routing worker to start
     lookup.hermes_commands.cache_clear()
