@@ -79,4 +79,3 @@ def _engine_text(text: str) -> str:
     """``text`` as the engine can read all of it: the engine reads C strings, which end at the first NUL, and the
     binding encodes UTF-8 strictly, which a lone surrogate (JSON allows one) fails."""
     return text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
-
