@@ -6,17 +6,29 @@ import time
 
 from .host.limits import host_hook_timeout
 
-LOCAL_ROUTE_TIMEOUT_MS = 24  # with ~0.5 ms of hook work, keeps the hook within its 25 ms p99 target
+LOCAL_ROUTE_TIMEOUT_MS = 24  # the least a local embedder's wait is: the whole wait before it was measured
+MAX_LOCAL_ROUTE_TIMEOUT_MS = 45  # the most: the loop waits with it, and the plugin never holds the loop 50 ms
+ROUTE_WAIT_MARGIN = 1.25  # the wait is this much the median answer: most answers fall within it
 REMOTE_ROUTE_TIMEOUT_MS = 200
 AGENT_ANSWER_TIMEOUT_SECONDS = 5.0  # a ready worker answers in milliseconds; a hung one is given up on
 HOST_TIMEOUT_SHARE = 0.5  # one hook call waits at most this share of Hermes' hook_callback_timeout
 
 
-def route_timeout(route_timeout_ms: int, remote: bool) -> float:
-    """How long the gateway loop may wait for a routing answer, in seconds (``route_timeout_ms``, 0 meaning the
-    default for a local or a ``remote`` embedder)."""
-    ms = route_timeout_ms or (REMOTE_ROUTE_TIMEOUT_MS if remote else LOCAL_ROUTE_TIMEOUT_MS)
-    return ms / 1000.0
+def route_timeout(route_timeout_ms: int, remote: bool, median_answer: float | None = None) -> float:
+    """How long the gateway loop may wait for a routing answer, in seconds.
+
+    ``route_timeout_ms`` when set; else :data:`REMOTE_ROUTE_TIMEOUT_MS` for a
+    ``remote`` embedder; else, for a local one, :data:`ROUTE_WAIT_MARGIN`
+    times the ``median_answer`` of the worker's recent answers (seconds; None
+    before any is timed), between :data:`LOCAL_ROUTE_TIMEOUT_MS` and
+    :data:`MAX_LOCAL_ROUTE_TIMEOUT_MS`.
+    """
+    if route_timeout_ms:
+        return route_timeout_ms / 1000.0
+    if remote:
+        return REMOTE_ROUTE_TIMEOUT_MS / 1000.0
+    wanted = ROUTE_WAIT_MARGIN * median_answer if median_answer is not None else 0.0
+    return min(MAX_LOCAL_ROUTE_TIMEOUT_MS / 1000.0, max(LOCAL_ROUTE_TIMEOUT_MS / 1000.0, wanted))
 
 
 class Deadline:

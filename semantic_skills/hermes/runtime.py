@@ -134,8 +134,10 @@ class PluginRuntime:
                           earlier.said(f"{hermes_command(self.home)} build"))
 
     def route_timeout(self) -> float:
-        """How long the gateway loop may wait for a routing answer, in seconds."""
-        return route_timeout(self._settings.route_timeout_ms, remote=self.client.status.backend == "litellm")
+        """How long the gateway loop may wait for a routing answer, in seconds (for a local embedder, unless
+        set, from the worker's recent answers: see budget.py)."""
+        return route_timeout(self._settings.route_timeout_ms, remote=self.client.status.backend == "litellm",
+                             median_answer=self.client.route_times.median)
 
     def hook_deadline(self) -> Deadline:
         """The time one ``pre_llm_call`` may spend waiting, all waits together."""

@@ -24,6 +24,7 @@ from ..limits import MAX_MESSAGE_CHARS
 from ..logs import OnceLogger, logger
 from ..settings import EmbedderSettings
 from . import protocol
+from .answer_times import AnswerTimes
 from .launch import launch
 from .pending import PendingRequests, result_within
 from .protocol import FAILED, READY, STARTING, UNAVAILABLE, WAITING_FOR_INDEX, Reply, Startup
@@ -69,6 +70,7 @@ class RouterClient:
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()  # None tells the writer to stop
         self._pending = PendingRequests()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=3)
+        self.route_times = AnswerTimes()  # this worker's recent route answers (see answer_times.py)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -184,6 +186,7 @@ class RouterClient:
     def _on_worker_gone(self) -> None:
         with self._lock:
             self._process = None
+        self.route_times.clear()
         self.status.update(STARTING, "the routing worker is restarting")
         self._pending.fail_all(UNAVAILABLE, "the routing worker exited")
 
@@ -228,6 +231,8 @@ class RouterClient:
             status.update(str(message.get("state")), str(message.get("detail") or ""),
                           str(message.get("backend") or ""), int(message.get("skills") or 0),
                           tuple(g for g in gated if isinstance(g, dict)) if isinstance(gated, list) else None)
+            if isinstance(message.get("route_ms"), (int, float)):  # its warm-up routes: the first estimate
+                self.route_times.add(message["route_ms"] / 1000)
             if status.state in (WAITING_FOR_INDEX, FAILED):
                 self._log_once(logging.WARNING, status.detail)
             elif status.state == READY:
@@ -272,10 +277,18 @@ class RouterClient:
         """Ask which skill to inject for ``text``; an answer with a ``skill`` carries its ``body``.
 
         ``floor`` overrides the index's similarity floor for this message; a
-        skill whose ``environments:`` are all in ``inactive_environments`` is not offered.
+        skill whose ``environments:`` are all in ``inactive_environments`` is not offered. Each answer's round
+        trip, late or not, goes into :attr:`route_times` when it arrives.
         """
-        return self.submit(protocol.ROUTE, text=text, exclude=sorted(exclude), floor=floor,
-                           **_environments(inactive_environments))
+        sent = time.monotonic()
+        future = self.submit(protocol.ROUTE, text=text, exclude=sorted(exclude), floor=floor,
+                             **_environments(inactive_environments))
+        future.add_done_callback(lambda done: self._time_answer(done.result(), sent))
+        return future
+
+    def _time_answer(self, reply: Reply, sent: float) -> None:
+        if reply.ok:  # an answer from the worker: a request it could not take resolves at once, untimed
+            self.route_times.add(reply.at - sent)
 
     def route(self, text: str, exclude, timeout: float, floor: float | None = None, wait_ready: float = 0.0,
               inactive_environments: Iterable[str] | None = None) -> Reply:

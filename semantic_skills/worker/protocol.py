@@ -56,8 +56,10 @@ search answer's ``not_routed`` names the skills (at most
 skill's, and the name each reads as.
 
 Lines with an ``event`` key report the worker's state
-(``{"event": "state", "state", "detail", "skills", "backend", "gated"}``) or a
-log message (``{"event": "log", "level", "message"}``). ``gated`` (with
+(``{"event": "state", "state", "detail", "skills", "backend", "gated", "route_ms"}``) or a
+log message (``{"event": "log", "level", "message"}``). ``route_ms`` (with the
+first ``ready`` of a local embedder) is the median time of a few warm-up
+routes, in milliseconds (see ``answer_times.py``). ``gated`` (with
 ``ready``) lists the skills whose offer is for the host to decide, one
 ``{"name", "folder", "path", "conditions", "project_root"}`` each: those with
 offer conditions, those from a project root, and those from an organisation

@@ -25,6 +25,7 @@ from ..files import file_stamp
 from ..gates import FULL
 from ..limits import MAX_BODY_CHARS, MAX_MESSAGE_CHARS
 from . import protocol
+from .answer_times import warm_up_route_ms
 from .priority import lower_this_threads_priority
 from .protocol import FAILED, LOADING, READY, STARTING, WAITING_FOR_INDEX, Startup
 from .rebuild import Rebuilder
@@ -121,13 +122,14 @@ class RoutingWorker:
 
         self._set_state(LOADING, f"loading the index in {self.index_dir} and its embedder")
         router = SkillRouter.from_settings(self.index_dir, self.startup.embedder)
+        route_ms = warm_up_route_ms(router)  # the host's first estimate of an answer's time (see answer_times)
         self._router = router
-        self._set_ready(router)
+        self._set_ready(router, **({"route_ms": route_ms} if route_ms is not None else {}))
         lower_this_threads_priority()  # later swaps load while the old index answers: routing comes first
 
-    def _set_ready(self, router) -> None:
+    def _set_ready(self, router, **extra) -> None:
         self._set_state(READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend,
-                        gated=gated_skills(router.manifest))
+                        gated=gated_skills(router.manifest), **extra)
 
     # ------------------------------------------------------------------ requests
 
