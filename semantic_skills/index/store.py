@@ -26,18 +26,32 @@ def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
     Only a regular file is read, and only up to what the manifest's rows at
     its dimension take: a sparse file of many gigabytes is refused unread.
     """
+    return _read_vector_file(Path(index_dir), manifest.vectors_file, manifest.vectors_sha256, manifest.rows,
+                             manifest.embedder.dimension)
+
+
+def read_second_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray | None:
+    """The index's second vector set (``embedder.multilingual``), checked as the first one is; None without one."""
+    second = manifest.second
+    if second is None:
+        return None
+    return _read_vector_file(Path(index_dir), second.vectors_file, second.vectors_sha256, manifest.rows,
+                             second.embedder.dimension)
+
+
+def _read_vector_file(index_dir: Path, name: str, sha256: str, rows: int, dimension: int) -> np.ndarray:
     import faiss
 
-    path = Path(index_dir) / manifest.vectors_file
+    path = index_dir / name
     try:
-        raw = read_regular_file(path, _vectors_bound(manifest))
+        raw = read_regular_file(path, rows * dimension * 4 + VECTORS_HEADER_BYTES if dimension else MAX_VECTORS_BYTES)
     except FileNotFoundError:
         raise IndexCorrupt(f"the index vectors file {path} is missing; {fix_hint(index_dir)}") from None
     except OSError as exc:
         raise IndexCorrupt(
             f"cannot read the index vectors {path} ({exc.strerror or exc}); {fix_hint(index_dir)}"
         ) from None
-    if manifest.vectors_sha256 and hashlib.sha256(raw).hexdigest() != manifest.vectors_sha256:
+    if sha256 and hashlib.sha256(raw).hexdigest() != sha256:
         raise IndexCorrupt(
             f"the index vectors {path} do not match the checksum in the manifest; {fix_hint(index_dir)}"
         )
@@ -47,25 +61,19 @@ def read_vectors(index_dir: Path, manifest: Manifest) -> np.ndarray:
         vectors = np.array(vectors, dtype=np.float32, copy=True)
     except Exception as exc:
         raise IndexCorrupt(f"cannot read the index vectors {path} ({first_line(exc)}); {fix_hint(index_dir)}") from None
-    if vectors.shape[0] != manifest.rows:
+    if vectors.shape[0] != rows:
         raise IndexCorrupt(
-            f"the index vectors hold {vectors.shape[0]} rows but the manifest expects {manifest.rows}; "
+            f"the index vectors {path} hold {vectors.shape[0]} rows but the manifest expects {rows}; "
             f"{fix_hint(index_dir)}"
         )
-    if manifest.embedder.dimension and vectors.shape[1] != manifest.embedder.dimension:
+    if dimension and vectors.shape[1] != dimension:
         raise IndexCorrupt(
-            f"the index vectors are {vectors.shape[1]}-d but the manifest says "
-            f"{manifest.embedder.dimension}-d; {fix_hint(index_dir)}"
+            f"the index vectors {path} are {vectors.shape[1]}-d but the manifest says {dimension}-d; "
+            f"{fix_hint(index_dir)}"
         )
     if not np.isfinite(vectors).all():
-        raise IndexCorrupt(f"the index vectors contain NaN or infinite values; {fix_hint(index_dir)}")
+        raise IndexCorrupt(f"the index vectors {path} contain NaN or infinite values; {fix_hint(index_dir)}")
     return vectors
-
-
-def _vectors_bound(manifest: Manifest) -> int:
-    """The size of the largest vectors file ``manifest`` can name: its rows of float32 at its dimension."""
-    dimension = manifest.embedder.dimension
-    return manifest.rows * dimension * 4 + VECTORS_HEADER_BYTES if dimension else MAX_VECTORS_BYTES
 
 
 def load_index(index_dir: Path, attempts: int = 3) -> tuple[Manifest, np.ndarray]:
@@ -73,10 +81,18 @@ def load_index(index_dir: Path, attempts: int = 3) -> tuple[Manifest, np.ndarray
 
     Retries when a concurrent build swaps the index between the two reads.
     """
+    manifest, vectors, _second = load_vector_sets(index_dir, attempts, second=False)
+    return manifest, vectors
+
+
+def load_vector_sets(index_dir: Path, attempts: int = 3,
+                     second: bool = True) -> tuple[Manifest, np.ndarray, np.ndarray | None]:
+    """A consistent (manifest, vectors, second vectors or None) triple, retried as :func:`load_index` is."""
     for attempt in range(attempts):
         manifest = read_manifest(index_dir)
         try:
-            return manifest, read_vectors(index_dir, manifest)
+            return (manifest, read_vectors(index_dir, manifest),
+                    read_second_vectors(index_dir, manifest) if second else None)
         except IndexCorrupt:
             if attempt == attempts - 1 or read_manifest(index_dir).vectors_file == manifest.vectors_file:
                 raise
@@ -88,48 +104,63 @@ def manifest_stamp(index_dir: Path) -> Stamp | None:
     return file_stamp(Path(index_dir) / MANIFEST)
 
 
-def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray) -> None:
-    """Atomically publish ``vectors`` and ``manifest`` as the index in ``index_dir``.
+def write_index(index_dir: Path, manifest: Manifest, vectors: np.ndarray,
+                second_vectors: np.ndarray | None = None) -> None:
+    """Atomically publish ``vectors`` (and ``second_vectors``, the set ``manifest.second`` names) and ``manifest``
+    as the index in ``index_dir``.
 
     Any failure (disk full, kill) leaves the previously published index intact.
     """
-    import faiss
-
     index_dir = Path(index_dir)
     index_dir.mkdir(parents=True, exist_ok=True)
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     generation = time.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
     manifest.vectors_file = f"vectors-{generation}.faiss"
     manifest.rows = int(vectors.shape[0])
     manifest.check_consistent()
-    final_vectors = index_dir / manifest.vectors_file
-    previous = read_manifest_file_name(index_dir)
-    flat = faiss.IndexFlatIP(int(vectors.shape[1]))
-    if len(vectors):
-        flat.add(vectors)
-    # Serialised in memory and written by Python, so a full disk is an OSError (faiss' own writer raises a
-    # RuntimeError that only names it in its text).
-    data = faiss.serialize_index(flat).tobytes()
-    manifest.vectors_sha256 = hashlib.sha256(data).hexdigest()
+    files = {manifest.vectors_file: _serialized(vectors)}
+    manifest.vectors_sha256 = hashlib.sha256(files[manifest.vectors_file]).hexdigest()
+    if manifest.second is not None:
+        if second_vectors is None or len(second_vectors) != manifest.rows:
+            raise ValueError("the second vector set must hold a row for each of the first set's rows")
+        manifest.second.vectors_file = f"vectors-{generation}-second.faiss"
+        files[manifest.second.vectors_file] = _serialized(second_vectors)
+        manifest.second.vectors_sha256 = hashlib.sha256(files[manifest.second.vectors_file]).hexdigest()
+    previous = published_vector_files(index_dir)
     try:
-        atomic_write(final_vectors, data)
+        for name, data in files.items():
+            atomic_write(index_dir / name, data)
         atomic_write(index_dir / MANIFEST, _manifest_bytes(manifest.as_dict()))
     except BaseException:
-        if read_manifest_file_name(index_dir) != manifest.vectors_file:
-            final_vectors.unlink(missing_ok=True)
+        if manifest.vectors_file not in published_vector_files(index_dir):
+            for name in files:
+                (index_dir / name).unlink(missing_ok=True)
         raise
     # The previous generation stays so a reader that read the old manifest an
     # instant ago can still open its vectors; anything older (or orphaned by a
     # killed build) goes.
-    remove_stale_files(index_dir, keep={manifest.vectors_file, previous})
+    remove_stale_files(index_dir, keep=set(files) | previous)
 
 
-def read_manifest_file_name(index_dir: Path) -> str | None:
-    """The vectors file the published manifest points at, if readable."""
+def _serialized(vectors: np.ndarray) -> bytes:
+    """``vectors`` as a FAISS flat index's bytes: serialised in memory and written by Python, so a full disk is an
+    OSError (faiss' own writer raises a RuntimeError that only names it in its text)."""
+    import faiss
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    flat = faiss.IndexFlatIP(int(vectors.shape[1]))
+    if len(vectors):
+        flat.add(vectors)
+    return faiss.serialize_index(flat).tobytes()
+
+
+def published_vector_files(index_dir: Path) -> set[str]:
+    """The vectors files the published manifest points at (the first set's and any second one's), if readable."""
     try:
-        return json.loads(read_regular_file(Path(index_dir) / MANIFEST, MAX_MANIFEST_BYTES))["vectors"]["file"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        data = json.loads(read_regular_file(Path(index_dir) / MANIFEST, MAX_MANIFEST_BYTES))
+        second = data.get("second_vectors")
+        return {str(data["vectors"]["file"])} | ({str(second["file"])} if second else set())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
 
 
 def remove_stale_files(index_dir: Path, keep: set[str]) -> None:

@@ -82,7 +82,8 @@ class Rebuilder:
         if router is None:
             return True
         try:
-            report = build_index(router.manifest.skills_roots(), self.index_dir, router.embedder)
+            report = build_index(router.manifest.skills_roots(), self.index_dir, router.embedder,
+                                 second=router.second_embedder)
         except BuildLocked:
             return False
         except Exception as exc:  # noqa: BLE001 - report it; the current index keeps serving
