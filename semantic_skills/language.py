@@ -3,8 +3,9 @@
 The test is meant to be read and explained, not learned (docs/quality.md, "Two vector sets"):
 
 * a message is **English** when every letter in it is an ASCII letter, at least ``ENGLISH_SHARE`` of its words
-  are English stopwords (bm25s' list, the one the lexical index drops) and it holds more of those than stopwords
-  of the other common Latin-script languages (``_OTHER_STOPWORDS``). A letter of any other script, or an accent,
+  are English function words (bm25s' stopwords, the ones the lexical index drops, and ``_MORE_ENGLISH``:
+  pronouns, auxiliaries, question words) and it holds more of those than stopwords of the other common Latin-
+  script languages (``_OTHER_STOPWORDS``). A letter of any other script, an accent, or Spanish's opening ¿ or ¡
   makes it another language; so does a message of no stopwords at all ("weather Paris"): those go to the
   multilingual set, which reads English too, so a wrong guess costs a little English ranking, never the skill;
 * a **library** is English when at least ``ENGLISH_LIBRARY_SHARE`` of its skills' names and descriptions read as
@@ -28,15 +29,27 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _OTHER_STOPWORDS = frozenset(
     """
     el los las del al una unos unas para por con como pero muy sin sobre entre desde hasta cuando donde porque
-    es son está están ser hay qué cómo mi mis tu tus su sus nos les lo le se que y o en un
+    es son está están ser hay qué cómo mi mis tu tus su sus nos les lo le se que y o en un de esta este eso esto
+    todo nada algo hoy ahora mucho muchas muchos gracias
     le les des du une et est sont pour avec dans sur pas ne qui mais ou je tu il nous vous ils elle au aux ce cette
+    merci
     der die das den dem des und ist sind nicht mit für von zu auf ein eine einen einem ich du wir ihr sie es im
-    auch oder aber wie was wo wenn dass bitte kann können
+    auch oder aber wie was wo wenn dass bitte kann können danke
     il lo gli della di che per con non sono una uno nel alla delle dei come ma anche più
     os da do das dos para com não uma em no na nos nas mais como ou se você eu meu minha
     """.split()
 )
 _ENGLISH_WORDS_TOO = frozenset("come die son sin con hay eu".split())  # not stopwords in English, but words
+# English function words beyond bm25s' 33 (Lucene's list): pronouns, auxiliaries, question words, prepositions.
+_MORE_ENGLISH = frozenset(
+    """
+    i me my mine myself you your yours we our us he him his she her its them what which who whom whose how why
+    when where can could would should shall may might must do does did done have has had am were been being
+    i'm i'd i've i'll you're it's that's what's there's let's don't can't won't isn't
+    about from up down out off over under again than too very just some any all each every both more most other
+    those here please
+    """.split()
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,8 @@ def message_language(text: str, english_library: bool = True) -> LanguageCall:
     letters = [c for c in text if c.isalpha()]
     if any(not ("a" <= c.lower() <= "z") for c in letters):
         return LanguageCall(False, "letters other than English ones")
+    if "¿" in text or "¡" in text:
+        return LanguageCall(False, "Spanish question or exclamation marks")
     words = [w.lower() for w in _WORD.findall(text)]
     english, other = _stopword_counts(words)
     if not words or english < ENGLISH_SHARE * len(words):
@@ -89,5 +104,5 @@ def _stopwords() -> tuple[frozenset[str], frozenset[str]]:
     """English stopwords (bm25s', the lexical index's), and the other languages' that are no English word."""
     from bm25s.stopwords import STOPWORDS_EN
 
-    english = frozenset(STOPWORDS_EN)
+    english = frozenset(STOPWORDS_EN) | _MORE_ENGLISH
     return english, _OTHER_STOPWORDS - english - _ENGLISH_WORDS_TOO
