@@ -108,7 +108,7 @@ TYPED = {
     "embedder.api_key_env": ("OPENAI_API_KEY", "OPENAI_API_KEY"),
     "embedder.query_prefix": ("task: search result | query: ", "task: search result | query: "),
     "embedder.document_prefix": ("title: none | text: ", "title: none | text: "),
-    "embedder.batch_size": ("32", 32), "embedder.timeout_ms": ("300", 300),
+    "embedder.batch_size": ("32", 32), "embedder.timeout_ms": ("300", 300), "embedder.multilingual": ("true", True),
 }
 ENABLED = {"plugins": {"enabled": ["semantic-skills"], "disabled": []}, "model": {"default": "kept-as-it-was"}}
 
