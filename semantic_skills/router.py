@@ -18,7 +18,7 @@ import numpy as np
 
 from .embedders.base import Embedder
 from .embedders.factory import configured_identity, create_embedder, settings_for_identity
-from .errors import EmbedderMismatch, command
+from .errors import EmbedderError, EmbedderMismatch, command, first_line
 from .gates import Gate, is_small_talk
 from .index.manifest import Manifest
 from .index.store import load_vector_sets, manifest_stamp
@@ -101,6 +101,7 @@ class SkillRouter:
         self.index_dir = Path(index_dir)
         self.embedder = embedder
         self.second_embedder = second_embedder if second_vectors is not None else None
+        self.second_problem = ""  # why the index's second set is set aside, when its model cannot load here
         self.inactive_environments = frozenset(inactive_environments)
         self._floor = floor
         self._sets = IndexSets.of(manifest, vectors, second_vectors if self.second_embedder else None, stamp,
@@ -164,11 +165,23 @@ class SkillRouter:
                 embedder.embed_query("warm-up")
 
     def warm(self) -> None:
-        """Load the embedders now and check they produce this index's dimensions."""
-        sets = self._sets
-        for embedder, state in zip(self._embedders(), (sets.first, sets.second)):
+        """Load the embedders now and check they produce this index's dimensions. A second set whose model cannot
+        load here is set aside (see :meth:`_load_second`)."""
+        self.embedder.load()
+        self._check_dimension(self.embedder, self.embedder.identity.dimension, self._sets.first)
+        if self.second_embedder is not None and not self._load_second(self.second_embedder):
+            self.second_embedder, self._sets = None, IndexSets(self._sets.first)
+
+    def _load_second(self, embedder: Embedder) -> bool:
+        """Load the second set's model; False (and ``second_problem`` says why) when it cannot load on this machine:
+        every message is then ranked by the first set, as in an index without the second."""
+        try:
             embedder.load()
-            self._check_dimension(embedder, embedder.identity.dimension, state)
+        except EmbedderError as exc:
+            self.second_problem = f"the multilingual vector set is not used: {first_line(exc)}"
+            return False
+        self.second_problem = ""
+        return True
 
     def _embedders(self) -> list[Embedder]:
         return [self.embedder] + ([self.second_embedder] if self.second_embedder is not None else [])
@@ -200,8 +213,8 @@ class SkillRouter:
             manifest, vectors, second_vectors = load_vector_sets(self.index_dir)
             _check_same_space(manifest, self.embedder.identity, self.index_dir)
             second_embedder = _second_embedder(manifest, self.second_embedder)
-            if second_embedder is not None and second_embedder is not self.second_embedder:
-                second_embedder.load()  # off the request thread: the worker reloads on its loader
+            if second_embedder is not None and not self._load_second(second_embedder):  # loads off the request
+                second_embedder = second_vectors = None  # thread: the worker reloads on its loader
             sets = IndexSets.of(manifest, vectors, second_vectors, stamp, self.inactive_environments)
             self.second_embedder, self._sets = second_embedder, sets
             return True

