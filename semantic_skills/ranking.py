@@ -68,7 +68,9 @@ class IndexState:
 
     @classmethod
     def of(cls, manifest: Manifest, vectors: np.ndarray, stamp: tuple | None,
-           inactive_environments: frozenset[str]) -> "IndexState":
+           inactive_environments: frozenset[str], lexical: LexicalIndex | None = None) -> "IndexState":
+        """The state of ``vectors`` (rows as ``manifest`` lays them out); ``lexical``, when given, is the
+        manifest's lexical index already built (for a second vector set of the same skills)."""
         starts = np.array([r.row_start for r in manifest.skills], dtype=np.int64)
         counts = np.array([r.row_count for r in manifest.skills], dtype=np.int64)
         main = np.ascontiguousarray(vectors[starts]) if len(starts) else vectors[:0]
@@ -80,7 +82,7 @@ class IndexState:
                 positions.setdefault(key, []).append(i)
         neighbours, neighbour_cosine = _neighbour_table(main)
         return cls(manifest, main, _padded_views(vectors, starts, counts), neighbours, neighbour_cosine,
-                   LexicalIndex.for_skills(manifest.skills), stamp, offered, positions, platform_ok,
+                   lexical or LexicalIndex.for_skills(manifest.skills), stamp, offered, positions, platform_ok,
                    _lexical_weight(neighbour_cosine))
 
     def eligible(self, exclude: Iterable[str], inactive_environments: frozenset[str] | None = None) -> np.ndarray:

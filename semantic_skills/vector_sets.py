@@ -55,7 +55,7 @@ class IndexSets:
         first = IndexState.of(manifest, vectors, stamp, inactive_environments)
         if second_vectors is None:
             return cls(first)
-        second = IndexState.of(manifest, second_vectors, stamp, inactive_environments)
+        second = IndexState.of(manifest, second_vectors, stamp, inactive_environments, first.lexical)
         library = english_library(f"{r.name} {r.description}" for r in manifest.skills)
         return cls(first, second, library)
 
