@@ -29,7 +29,9 @@ class DecisionEntry:
     also when nothing was injected, and ``similarity``, ``gap`` and ``margin``
     (the gate's relative gap and margin) what the gate saw of it. The
     thresholds it was held to: ``floor`` and ``min_gap`` for any injection,
-    ``full_gap`` and ``full_margin`` for the whole skill.
+    ``full_gap`` and ``full_margin`` for the whole skill. ``vector_set`` says
+    which set ranked the message in an index with two (``first`` or
+    ``multilingual``; None, and not written, with one).
     """
 
     time: float
@@ -50,6 +52,7 @@ class DecisionEntry:
     latency_ms: float | None = None
     reason: str = ""
     text: str | None = None
+    vector_set: str | None = None
 
     def to_line(self) -> bytes:
         """The entry as one JSON line, its texts capped (an unpaired surrogate becomes "?")."""
@@ -64,6 +67,8 @@ class DecisionEntry:
             "full_margin": _round(self.full_margin), "latency_ms": _round(self.latency_ms, 1),
             "reason": _clean(self.reason, MAX_REASON_CHARS),
         }
+        if self.vector_set is not None:
+            data["vector_set"] = _clean(self.vector_set, MAX_NAME_CHARS)
         if self.text is not None:
             data["text"] = self.text[:MAX_TEXT_CHARS]
         return json.dumps(data, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
@@ -88,7 +93,7 @@ class DecisionEntry:
             full_gap=_number(data, "full_gap"), full_margin=_number(data, "full_margin"),
             latency_ms=_number(data, "latency_ms"),
             reason=_string(data, "reason", MAX_REASON_CHARS),
-            text=_text(data),
+            text=_text(data), vector_set=_optional_string(data, "vector_set"),
         )
 
 

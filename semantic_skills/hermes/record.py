@@ -74,7 +74,7 @@ def entry_for(reply: Reply | None, outcome: str, path: str, platform: str, now: 
         margin=_number(data.get("relative_margin")), floor=_number(data.get("threshold")),
         min_gap=_number(data.get("min_relative_gap")), full_gap=_number(data.get("full_relative_gap")),
         full_margin=_number(data.get("full_relative_margin")), latency_ms=latency_ms,
-        reason=reason or str(data.get("reason") or ""), text=text,
+        reason=reason or str(data.get("reason") or ""), text=text, vector_set=_name(data.get("vector_set")),
     )
 
 

