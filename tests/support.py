@@ -65,6 +65,29 @@ def write_skill(root: Path, rel: str, text: str | bytes) -> Path:
     return path
 
 
+# Four skills of a few words each, from the examples: embedded in a fraction of a second by any model, and enough for
+# the gate's relative gap (RUSSIAN_DOCKER and ENGLISH_DOCKER find docker-compose-debug; MiniLM does not name it for
+# the Russian one).
+SMALL_LIBRARY = {
+    "docker-compose-debug": ("Diagnose Docker Compose services that fail to start, restart in a loop, or cannot reach "
+                             "each other.", "Run `docker compose ps -a`, then `docker compose logs SERVICE`."),
+    "pdf-to-markdown": ("Extract text and tables from PDF files and convert them to clean Markdown.",
+                        "Try `pdftotext -layout` first; scanned PDFs need OCR."),
+    "meeting-notes": ("Turn a meeting transcript into a summary with decisions, action items and owners.",
+                      "Write the summary, the decisions, and the action items with owners."),
+    "image-resize": ("Resize, crop and compress images for the web.", "Use `magick in.png -resize 800x out.webp`."),
+}
+RUSSIAN_DOCKER = "Мой контейнер с postgres в docker compose постоянно перезапускается, как это исправить?"
+ENGLISH_DOCKER = "the postgres container in a docker compose stack keeps restarting, and it is not the image"
+
+
+def write_small_library(root: Path) -> Path:
+    """:data:`SMALL_LIBRARY` as SKILL.md files under ``root``; returns ``root``."""
+    for name, (description, body) in SMALL_LIBRARY.items():
+        write_skill(root, name, f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n")
+    return root
+
+
 def vectors_path(index_dir: Path) -> Path:
     """The vectors file the index's manifest points to."""
     return index_dir / json.loads((index_dir / MANIFEST).read_text())["vectors"]["file"]

