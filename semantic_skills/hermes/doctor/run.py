@@ -15,6 +15,7 @@ from typing import Iterator
 from ..home_index import EarlierIndex, settle_index
 from .code_check import code_check
 from .dependencies import missing_dependencies
+from .multilingual_check import multilingual_check
 from .prompt_check import listing_check
 from .report import FAIL, SKIP, Check, Progress, Setup, Verdict, verdict
 from .routing_checks import index_check, names_check, skills_check, worker_check
@@ -22,7 +23,7 @@ from .settings_check import settings_check
 from .setup_checks import dependencies_check, hermes_check, paths_check, plugin_check, python_check, read_setup
 
 ORDER = ("python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "listing", "index",
-         "names", "worker")
+         "names", "multilingual", "worker")  # multilingual: only when the setting is on or the index holds the set
 
 
 def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
@@ -67,6 +68,9 @@ def _checks(setup: Setup, python: Check, worker_timeout: float, earlier: Earlier
     index = index_check(setup, earlier)
     yield index
     yield names_check(setup, index)
+    multilingual = multilingual_check(setup)
+    if multilingual is not None:
+        yield multilingual
     if found.blocking:
         waits = (f"{', '.join(found.absent + found.failing)} are installed" if found.absent or found.failing else
                  "the embedder is one this machine runs")
