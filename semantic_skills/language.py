@@ -78,6 +78,19 @@ def message_language(text: str, english_library: bool = True) -> LanguageCall:
     return LanguageCall(True, f"English: {english} English stopwords in {len(words)} words")
 
 
+def crosses_languages(text: str, english_library: bool = True) -> bool:
+    """Whether ``text`` is surely in another language than the library: another script, an accent, ¿ or ¡, or
+    more stopwords of other languages than English ones, against an English library; English against a library
+    that is not. A message of neither kind (no stopwords at all, "weather Paris") is not said to cross."""
+    if not english_library:
+        return message_language(text).english
+    letters = [c for c in text if c.isalpha()]
+    if any(not ("a" <= c.lower() <= "z") for c in letters) or "¿" in text or "¡" in text:
+        return True
+    english, other = _stopword_counts([w.lower() for w in _WORD.findall(text)])
+    return other > english
+
+
 def english_library(texts: Iterable[str]) -> bool:
     """Whether a library whose skills' names and descriptions are ``texts`` is mostly English (an empty one is)."""
     texts = list(texts)

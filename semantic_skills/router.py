@@ -234,8 +234,9 @@ class SkillRouter:
         """The decision gate: the index's calibrated settings, with the floor override applied."""
         return self._gate(None)
 
-    def _gate(self, floor: float | None, vector_set: str = FIRST, sets: IndexSets | None = None) -> Gate:
-        return (sets or self._sets).gate(vector_set, floor if floor is not None else self._floor)
+    def _gate(self, floor: float | None, route: Route | None = None, sets: IndexSets | None = None) -> Gate:
+        sets = sets or self._sets
+        return sets.gate(route or Route(FIRST, sets.first), floor if floor is not None else self._floor)
 
     # ------------------------------------------------------------------ scoring
 
@@ -298,9 +299,9 @@ class SkillRouter:
         """
         sets = self._sets
         if not text or not text.strip():
-            return Decision(None, 0.0, "empty message", [], self._gate(floor, FIRST, sets))
+            return Decision(None, 0.0, "empty message", [], self._gate(floor, None, sets))
         route = sets.route_for(text)
-        gate, chosen = self._gate(floor, route.vector_set, sets), route.record()
+        gate, chosen = self._gate(floor, route, sets), route.record()
         ranking = self._rank(route, text, exclude, inactive_environments)
         if ranking is None:
             return Decision(None, 0.0, "no eligible skills" if sets.manifest.skills else "the index holds no skills",

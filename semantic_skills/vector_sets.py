@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .gates import Gate, default_gate
+from .embedders.base import EmbedderIdentity
+from .gates import Gate, default_gate, has_cross_lingual_gate
 from .index.manifest import Manifest
-from .language import LanguageCall, english_library, message_language
+from .language import LanguageCall, crosses_languages, english_library, message_language
 from .ranking import IndexState
 
 FIRST = "first"
@@ -24,20 +25,24 @@ SECOND = "multilingual"
 
 @dataclass(frozen=True)
 class Route:
-    """Which set ranks one message (``FIRST`` or ``SECOND``), its state, and the language call that chose it
-    (None in an index with one set)."""
+    """Which set ranks one message (``FIRST`` or ``SECOND``), its state, the language call that chose it (None
+    in an index with one set), and whether the message is in another language than the skills for a set whose
+    embedder has a cross-lingual gate (see ``gates.CROSS_LINGUAL_GATES``)."""
 
     vector_set: str
     state: IndexState
     language: LanguageCall | None = None
+    cross_lingual: bool = False
 
     def record(self) -> dict:
-        """What the decision record says of the choice (nothing for an index with one set)."""
+        """What the decision record says of the choice (nothing for an index with one set, unless the message
+        crossed languages)."""
+        crossed = {"cross_lingual": True} if self.cross_lingual else {}
         if self.language is None:
-            return {}
+            return crossed
         backend = (self.state.manifest.second.embedder if self.vector_set == SECOND
                    else self.state.manifest.embedder).backend
-        return {"vector_set": self.vector_set, "routed_by": backend, "language": self.language.reason}
+        return {"vector_set": self.vector_set, "routed_by": backend, "language": self.language.reason, **crossed}
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,12 @@ class IndexSets:
     def of(cls, manifest: Manifest, vectors: np.ndarray, second_vectors: np.ndarray | None, stamp: tuple | None,
            inactive_environments: frozenset[str]) -> "IndexSets":
         first = IndexState.of(manifest, vectors, stamp, inactive_environments)
-        if second_vectors is None:
+        if second_vectors is None and not _reads_across(manifest.embedder):
             return cls(first)
-        second = IndexState.of(manifest, second_vectors, stamp, inactive_environments, first.lexical)
         library = english_library(f"{r.name} {r.description}" for r in manifest.skills)
+        if second_vectors is None:
+            return cls(first, None, library)
+        second = IndexState.of(manifest, second_vectors, stamp, inactive_environments, first.lexical)
         return cls(first, second, library)
 
     @property
@@ -66,16 +73,28 @@ class IndexSets:
     def route_for(self, text: str) -> Route:
         """The set that ranks ``text``."""
         if self.second is None:
-            return Route(FIRST, self.first)
+            return Route(FIRST, self.first, cross_lingual=self._crosses(text, self.manifest.embedder))
         call = message_language(text, self.english_library)
-        return Route(FIRST, self.first, call) if call.english else Route(SECOND, self.second, call)
+        if call.english:
+            return Route(FIRST, self.first, call)
+        return Route(SECOND, self.second, call, self._crosses(text, self.manifest.second.embedder))
 
-    def gate(self, vector_set: str, floor: float | None) -> Gate:
-        """The gate of ``vector_set``: the first set's is the index's calibrated one (``floor`` overriding its
+    def _crosses(self, text: str, embedder: EmbedderIdentity) -> bool:
+        return _reads_across(embedder) and crosses_languages(text, self.english_library)
+
+    def gate(self, route: Route, floor: float | None) -> Gate:
+        """The gate of ``route``'s set: the first set's is the index's calibrated one (``floor`` overriding its
         floor), else its embedder's shipped one; the second set's is its embedder's shipped gate (a floor set for
-        the first set's scale means nothing on another's)."""
+        the first set's scale means nothing on another's). A message across languages gets its embedder's
+        cross-lingual gate where the index's calibration does not say otherwise."""
         manifest = self.manifest
-        if vector_set == SECOND and manifest.second is not None:
-            return default_gate(manifest.second.embedder.backend, manifest.second.embedder.model)
+        if route.vector_set == SECOND and manifest.second is not None:
+            embedder = manifest.second.embedder
+            return default_gate(embedder.backend, embedder.model, route.cross_lingual)
+        embedder = manifest.embedder
         return Gate.from_router_settings(manifest.router, floor,
-                                         default_gate(manifest.embedder.backend, manifest.embedder.model))
+                                         default_gate(embedder.backend, embedder.model, route.cross_lingual))
+
+
+def _reads_across(embedder: EmbedderIdentity) -> bool:
+    return has_cross_lingual_gate(embedder.backend, embedder.model)

