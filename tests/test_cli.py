@@ -438,9 +438,9 @@ def test_a_build_on_a_terminal_says_at_once_what_it_waits_for_then_counts_the_te
     assert status == 0, screen
     (_, first), *_ = screen
     assert first == "Loading the embedder (sentence-transformers bundled:all-MiniLM-L6-v2)..."  # before that wait
-    bars = [(at, re.search(r"^Embedding +\[[#-]+\] +(\d+)/(\d+)( +\d\d:\d\d:\d\d)?$", text), text)
+    bars = [(at, re.search(r"^Embedding +\[[#-]+\] +(\d+)/(\d+)( +\d\d:\d\d:\d\d)? +\d+ s$", text), text)
             for at, text in screen if text.startswith("Embedding")]
-    assert bars and all(found for _, found, _ in bars), bars  # each with the texts done and the total
+    assert bars and all(found for _, found, _ in bars), bars  # each with the texts done, the total, the seconds
     total = int(bars[-1][1].group(2))
     assert bars[0][1].group(1) == "0" and bars[-1][1].group(1) == str(total) and total > 10  # a view per text
     running = [found for at, found, _ in bars[1:-1] if at - bars[0][0] > 1.1]  # click times it after a second
@@ -474,6 +474,26 @@ def test_a_model_that_loads_for_seconds_has_them_counted_on_its_line(capsys, mon
     err = capsys.readouterr().err
     counts = re.fullmatch(rf"{re.escape(note)}((?:\r{re.escape(note)} \d+ s)+)\n", err)
     assert counts and counts.group(1).count("\r") >= 3, repr(err)  # said at once, then counted on its line
+
+
+def test_a_bar_whose_first_batch_takes_seconds_counts_them_meanwhile(monkeypatch, tmp_path):
+    from semantic_skills.cli import progress
+
+    monkeypatch.setattr(progress, "TICK_SECONDS", 0.05, raising=False)
+    with (tmp_path / "tty").open("w+") as terminal:
+        monkeypatch.setattr(sys, "stderr", terminal)
+        monkeypatch.setattr(terminal, "isatty", lambda: True)
+        bar = progress.TerminalBar(50)
+        time.sleep(1.3)  # the first batch, not done yet
+        drawn_before_the_batch = terminal.tell()
+        bar.advance(16)
+        bar.close()
+        terminal.seek(0)
+        drawn = terminal.read()
+
+    waiting = re.findall(r"Embedding +\[-+\] +0/50 +(\d+) s", drawn[:drawn_before_the_batch])
+    assert waiting[:2] == ["0", "1"], repr(drawn)  # redrawn while the batch ran, with the seconds it took
+    assert re.search(r"16/50 .*\d s", drawn)
 
 
 def test_doctors_note_before_a_slow_check_counts_its_seconds_on_a_terminal_only(capsys, monkeypatch):

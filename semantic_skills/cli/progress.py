@@ -35,16 +35,34 @@ def announced(text: str, after: float = QUIET_SECONDS) -> Iterator[None]:
 
 
 class TerminalBar:
-    """A bar on stderr: "Embedding  [####------]  312/1044  00:00:18", done so far, the total and the time left."""
+    """A bar on stderr: "Embedding  [####------]  312/1044  00:00:18  41 s", done so far, the total, the time left
+    and the seconds taken, these redrawn each ``every`` seconds, so that a slow batch (the first, or a
+    multilingual model's) is not a silent wait."""
 
-    def __init__(self, total: int, label: str = "Embedding"):
-        self._bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True)
+    def __init__(self, total: int, label: str = "Embedding", every: float | None = None):
+        self._started, self._lock, self._done = time.monotonic(), threading.Lock(), threading.Event()
+        self._bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True,
+                                      item_show_func=self._taken)
         self._bar.__enter__()
+        self._ticker = threading.Thread(target=self._tick, args=(every or TICK_SECONDS,),
+                                        name="semantic-skills-bar", daemon=True)
+        self._ticker.start()
+
+    def _taken(self, _item) -> str:
+        return f"{time.monotonic() - self._started:.0f} s"
+
+    def _tick(self, every: float) -> None:
+        while not self._done.wait(every):
+            with self._lock:
+                self._bar.render_progress()
 
     def advance(self, count: int) -> None:
-        self._bar.update(count)
+        with self._lock:
+            self._bar.update(count)
 
     def close(self) -> None:
+        self._done.set()
+        self._ticker.join()
         self._bar.__exit__(None, None, None)
 
 
