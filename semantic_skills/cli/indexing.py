@@ -18,7 +18,8 @@ def _print_build_report(report, roots, as_json: bool) -> None:
     if not as_json:
         if report.skills:
             action = "Indexed" if report.wrote else "Index already up to date:"
-            echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}) "
+            second = f"; multilingual set: {report.multilingual}" if report.multilingual else ""
+            echo(f"{action} {report.skills} skills in {report.index_dir} ({report.embedder}{second}) "
                  f"in {report.seconds:.1f} s")
             echo("  " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         else:
@@ -36,6 +37,7 @@ def _print_build_report(report, roots, as_json: bool) -> None:
     payload.update(
         index_dir=str(report.index_dir),
         embedder=report.embedder,
+        multilingual=report.multilingual or None,
         wrote=report.wrote,
         seconds=round(report.seconds, 3),
         added_skills=report.added,
