@@ -209,12 +209,14 @@ def _embedder_agreement(row: dict, load: str) -> list[tuple[str, str, str]]:
 
 
 def _cold_start(row: dict, load: str) -> list[tuple[str, str, str]]:
+    turns = ", ".join(f"{lang} {seconds} s" for lang, seconds in row["chat_turn_s"].items())
     if row["backend"] == "hermes-only":
-        return [("first hermes chat -q turn, Hermes alone", f"median {row['chat_turn_s']} s ({load})", "report")]
+        return [("first hermes chat -q turn, Hermes alone", f"median {turns} ({load})", "report")]
+    over = ", ".join(f"{lang} {seconds:+} s" for lang, seconds in row["over_hermes_only_s"].items())
     return [(f"cold start [{row['backend']}]",
-             f"first route {row['route_s']} s; first hermes chat -q turn {row['chat_turn_s']} s (skill injected: "
-             f"{row['all_injected']}); worker RSS {row['worker_rss_mb']} MB (peak {row['worker_peak_mb']}) ({load})",
-             "report")]
+             f"first route {row['route_s']} s; first hermes chat -q turn {turns} ({over} against Hermes alone; "
+             f"skill injected: {row['injected']}); worker RSS {row['worker_rss_mb']} MB (peak {row['worker_peak_mb']}) "
+             f"({load})", "chat turn <= +1 s")]
 
 
 def _gateway_loop_costs(row: dict, load: str) -> list[tuple[str, str, str]]:
