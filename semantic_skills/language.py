@@ -54,10 +54,13 @@ _MORE_ENGLISH = frozenset(
 
 @dataclass(frozen=True)
 class LanguageCall:
-    """Whether a message goes to the English set, and why, in words (for the decision record)."""
+    """Whether a message goes to the English set, and why, in words (for the decision record); ``foreign``: the
+    message is surely in another language (another script, an accent, ¿ or ¡, or more stopwords of other
+    languages than English ones), not merely short of English stopwords."""
 
     english: bool
     reason: str
+    foreign: bool = False
 
 
 def message_language(text: str, english_library: bool = True) -> LanguageCall:
@@ -66,15 +69,16 @@ def message_language(text: str, english_library: bool = True) -> LanguageCall:
         return LanguageCall(False, "the library is not mostly English")
     letters = [c for c in text if c.isalpha()]
     if any(not ("a" <= c.lower() <= "z") for c in letters):
-        return LanguageCall(False, "letters other than English ones")
+        return LanguageCall(False, "letters other than English ones", foreign=True)
     if "¿" in text or "¡" in text:
-        return LanguageCall(False, "Spanish question or exclamation marks")
+        return LanguageCall(False, "Spanish question or exclamation marks", foreign=True)
     words = [w.lower() for w in _WORD.findall(text)]
     english, other = _stopword_counts(words)
     if not words or english < ENGLISH_SHARE * len(words):
-        return LanguageCall(False, f"{english} English stopwords in {len(words)} words")
+        return LanguageCall(False, f"{english} English stopwords in {len(words)} words", foreign=other > english)
     if other >= english:
-        return LanguageCall(False, f"{other} stopwords of other languages against {english} English ones")
+        return LanguageCall(False, f"{other} stopwords of other languages against {english} English ones",
+                            foreign=other > english)
     return LanguageCall(True, f"English: {english} English stopwords in {len(words)} words")
 
 
@@ -82,13 +86,8 @@ def crosses_languages(text: str, english_library: bool = True) -> bool:
     """Whether ``text`` is surely in another language than the library: another script, an accent, ¿ or ¡, or
     more stopwords of other languages than English ones, against an English library; English against a library
     that is not. A message of neither kind (no stopwords at all, "weather Paris") is not said to cross."""
-    if not english_library:
-        return message_language(text).english
-    letters = [c for c in text if c.isalpha()]
-    if any(not ("a" <= c.lower() <= "z") for c in letters) or "¿" in text or "¡" in text:
-        return True
-    english, other = _stopword_counts([w.lower() for w in _WORD.findall(text)])
-    return other > english
+    call = message_language(text)
+    return call.foreign if english_library else call.english
 
 
 def english_library(texts: Iterable[str]) -> bool:
