@@ -36,16 +36,16 @@ def announced(text: str, after: float = QUIET_SECONDS) -> Iterator[None]:
 
 class TerminalBar:
     """A bar on stderr: "Embedding  [####------]  312/1044  00:00:18  41 s", done so far, the total, the time left
-    and the seconds taken, these redrawn each ``every`` seconds, so that a slow batch (the first, or a
+    and the seconds taken, these redrawn each :data:`TICK_SECONDS`, so that a slow batch (the first, or a
     multilingual model's) is not a silent wait."""
 
-    def __init__(self, total: int, label: str = "Embedding", every: float | None = None):
+    def __init__(self, total: int, label: str = "Embedding"):
         self._started, self._lock, self._done = time.monotonic(), threading.Lock(), threading.Event()
         self._bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True,
                                       item_show_func=self._taken)
         self._bar.__enter__()
-        self._ticker = threading.Thread(target=self._tick, args=(every or TICK_SECONDS,),
-                                        name="semantic-skills-bar", daemon=True)
+        self._ticker = threading.Thread(target=self._tick, args=(TICK_SECONDS,), name="semantic-skills-bar",
+                                        daemon=True)
         self._ticker.start()
 
     def _taken(self, _item) -> str:
