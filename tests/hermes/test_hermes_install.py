@@ -158,7 +158,8 @@ def test_an_update_runs_from_the_next_start_and_doctor_names_a_dependency_it_add
     assert dependencies["detail"] == (f"the Python that runs the plugin ({user.python}) lacks {NEW_PACKAGE}, which "
                                       "the plugin's code declares; the worker check below shows whether routing "
                                       "works without it")
-    assert dependencies["fix"] == f"{user.python} -m pip install -e {user.plugin} hermes-agent"  # the pip step again
+    # the pip step again, with the torch extra: PyTorch is installed here, so the default embedder is the one on it
+    assert dependencies["fix"] == f"{user.python} -m pip install -e '{user.plugin}[torch]' hermes-agent"
     # it hides nothing that can still run: this release routes without the package, and doctor says so
     assert checks["index"]["status"] != "skip" and checks["worker"]["status"] == "ok"
     assert doctor.returncode == 0 and report["ok"] is True

