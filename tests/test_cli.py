@@ -419,7 +419,7 @@ def test_demo_runs_without_network(default_model):
     assert child.wait(timeout=300) == 0, stderr
     stdout = "".join(line for _, line in timed)
     assert timed[0][1].startswith(f"Building an index of the example skills in {EXAMPLES / 'skills'} with the "
-                                  "bundled model...")
+                                  "default embedder...")
     built = next(at for at, line in timed if line.startswith("Built an index of 10 example skills"))
     assert built - timed[0][0] > 1.0  # said at once, not with everything else once the model has loaded
     assert "inject pdf-to-markdown" in stdout

@@ -108,10 +108,10 @@ def route(message, queries, platform, index_dir, backend, model, as_json):
 def demo(show_chars):
     """Build an index over examples/skills and route the sample messages (offline, no API key)."""
     from ..builder import build_index
-    from ..embedders.sentence_transformers import SentenceTransformerEmbedder
     from ..files import read_regular_file
     from ..injection import inject, skill_block, skill_body
     from ..router import SkillRouter
+    from ..settings import EmbedderSettings
     from ..skills.discovery import SkillsRoot, read_skill_file
 
     skills_dir = EXAMPLES_DIR / "skills"
@@ -120,13 +120,13 @@ def demo(show_chars):
         raise click.ClickException(f"the examples are missing from {EXAMPLES_DIR}; run the demo from a source checkout")
     lines = read_regular_file(messages_file, EXAMPLE_MESSAGES_BYTES).decode("utf-8").splitlines()
     messages = [m.strip() for m in lines if m.strip() and not m.startswith("#")]
-    embedder = SentenceTransformerEmbedder()
-    echo(f"Building an index of the example skills in {skills_dir} with the bundled model...")
+    echo(f"Building an index of the example skills in {skills_dir} with the default embedder...")
     with tempfile.TemporaryDirectory(prefix="semantic-skills-demo-") as tmp:
-        report = build_index([SkillsRoot(skills_dir)], Path(tmp), embedder, progress=build_progress())
-        echo(f"Built an index of {report.skills} example skills with {report.embedder} "
+        report = build_index([SkillsRoot(skills_dir)], Path(tmp), EmbedderSettings(), progress=build_progress())
+        second = f" and {report.multilingual}" if report.multilingual else ""
+        echo(f"Built an index of {report.skills} example skills with {report.embedder}{second} "
              f"in {report.seconds:.1f} s\n")
-        router = SkillRouter.open(tmp, embedder=embedder)
+        router = SkillRouter.open(tmp)
         for message in messages:
             decision = router.route(message)
             echo(f"> {message}")
