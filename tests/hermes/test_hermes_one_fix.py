@@ -11,18 +11,19 @@ import pytest
 
 from hermes_testkit import EXAMPLE_SKILLS, PLUGIN, python_without
 
-# The two states of a machine without an NVIDIA GPU before the set-up is done, and what hides them here.
+# Two states of a machine before the set-up is done, what hides them here, and the end of the one fix.
 STATES = {
-    # nothing installed yet: the install without PyTorch (then the onnx embedder) is the one fix
-    "nothing installed": ("torch", "numpy", "faiss", "semantic_skills", "__editable__"),
-    # the install without PyTorch done, the embedder setting not yet: setting it is the one fix
-    "installed without PyTorch": ("torch", "sentence_transformers", "semantic_skills", "__editable__"),
+    # nothing installed yet: the plugin's dependencies, which need no PyTorch
+    "nothing installed": (("torch", "numpy", "faiss", "semantic_skills", "__editable__"), f"/{PLUGIN} hermes-agent"),
+    # PyTorch there, so the default embedder is the bundled MiniLM on it: the dependencies with the torch extra
+    "PyTorch installed": (("numpy", "faiss", "semantic_skills", "__editable__"), f"/{PLUGIN}[torch]' hermes-agent"),
 }
 
 
 @pytest.mark.parametrize("state", STATES)
 def test_build_doctor_and_hermes_log_name_the_same_fix(tmp_path, plugin_checkout, state):
-    bin_dir = python_without(tmp_path, STATES[state])
+    hidden, fix_ends = STATES[state]
+    bin_dir = python_without(tmp_path, hidden)
     home = tmp_path / "home"
     shutil.copytree(EXAMPLE_SKILLS, home / "skills")
     (home / "plugins").mkdir()
@@ -38,7 +39,7 @@ def test_build_doctor_and_hermes_log_name_the_same_fix(tmp_path, plugin_checkout
 
     assert build.returncode == doctor.returncode == 1, build.stderr + doctor.stderr
     fix = next(c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "dependencies")["fix"]
-    assert fix.endswith("embedder.backend onnx"), fix  # the choice without PyTorch, in both states
+    assert " -m pip install -e " in fix and fix.endswith(fix_ends), fix
     then = f" (then check with: HERMES_HOME={home} hermes {PLUGIN} doctor)"
     error, = build.stderr.strip().splitlines()
     assert error.startswith("semantic-skills: error: the Python that runs the plugin") and error.endswith(

