@@ -42,9 +42,11 @@ WITHOUT_TORCH = os.environ.get("SEMANTIC_SKILLS_TESTS_WITHOUT_TORCH") == "1" and
 
 @pytest.fixture(scope="session")
 def default_model():
-    """The default embedder's model can run here; a run without torch by design (WITHOUT_TORCH) skips the test."""
+    """The bundled MiniLM on PyTorch, the default embedder where PyTorch is installed (as here by
+    requirements-dev.txt), can run here; a run without torch by design (WITHOUT_TORCH) skips the test."""
     if WITHOUT_TORCH:
-        pytest.skip("the default embedder needs PyTorch, which this run has none of by design (.ci/core-py313)")
+        pytest.skip("the bundled MiniLM on PyTorch needs PyTorch, which this run has none of by design "
+                    "(.ci/core-py313)")
 
 
 @pytest.fixture(scope="session")
