@@ -53,8 +53,12 @@ def installed_closure(roots) -> set[str]:
     return {name for name, _extras in seen}
 
 
+def pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
 def project() -> dict:
-    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return pyproject()["project"]
 
 
 def test_nothing_the_dependencies_pull_in_is_torch_and_the_torch_extra_brings_it(default_model):
@@ -79,7 +83,7 @@ def test_the_onnx_embedder_reads_the_bundled_minilm_tokenizer_shipped_in_the_pac
 
     digest = hashlib.sha256(BUNDLED_TOKENIZER.read_bytes()).hexdigest()
     licence = BUNDLED_TOKENIZER.with_name("minilm-tokenizer-LICENSE.txt").read_text(encoding="utf-8")
-    data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    data = pyproject()["tool"]["setuptools"]["package-data"]
 
     assert digest in licence and "Apache License" in licence
     assert set(data["semantic_skills.embedders"]) == {BUNDLED_TOKENIZER.name, "minilm-tokenizer-LICENSE.txt"}
@@ -229,13 +233,13 @@ def locked_versions(path: Path) -> dict[str, str]:
 def development_set_up() -> list[str]:
     """The requirement lines the set-up asks for: requirements-dev.txt's, its editable project's as pyproject.toml
     declares them (with the extras the ``-e`` line names)."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    wanted = list(project["dependencies"])
+    declared = project()
+    wanted = list(declared["dependencies"])
     for line in (REPO / "requirements-dev.txt").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line.startswith("-e "):
             extras = Requirement("project" + line[len("-e ."):]).extras
-            wanted += [r for extra in sorted(extras) for r in project["optional-dependencies"][extra]]
+            wanted += [r for extra in sorted(extras) for r in declared["optional-dependencies"][extra]]
         elif line:
             wanted.append(line)
     return wanted

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...embedders.machine import ONNX_RUNS_ANYWHERE
 from ...requirements import EMBEDDER_MODULES, install_command, missing_modules
-from ..config import SETTINGS_KEY, hermes_cli
+from ..config import SETTINGS_KEY, hermes_cli, hermes_command
 from .dependencies import Dependencies
 
 # What PyTorch costs on a machine without an NVIDIA GPU (docs/performance.md, "Which install for a machine without
@@ -47,7 +47,7 @@ def install_fix(home: Path, found: Dependencies, default_embedder: bool, host: s
         return InstallFix(f"{install_command(host=host)} && {set_onnx}" if onnx_missing else set_onnx,
                           why=f"{ONNX_RUNS_ANYWHERE}; rebuild the index with it after")
     if backend == "sentence-transformers" and default_embedder and found.only_the_embedder:
-        return InstallFix(f"{hermes_cli(home)} semantic-skills build", f"with PyTorch ({TORCH_COST}): {install}",
+        return InstallFix(f"{hermes_command(home)} build", f"with PyTorch ({TORCH_COST}): {install}",
                           "the index was built by the bundled MiniLM on PyTorch, which this install leaves out; "
                           "the default embedder needs no PyTorch")
     return InstallFix(install)
