@@ -36,20 +36,24 @@ def announced(text: str, after: float = QUIET_SECONDS) -> Iterator[None]:
 
 class TerminalBar:
     """A bar on stderr: "Embedding  [####------]  312/1044  00:00:18  41 s", done so far, the total, the time left
-    and the seconds taken, these redrawn each :data:`TICK_SECONDS`, so that a slow batch (the first, or a
-    multilingual model's) is not a silent wait."""
+    (from the pace so far, once anything is done) and the seconds taken, these redrawn each :data:`TICK_SECONDS`, so
+    that a slow batch (the first, or a multilingual model's) is not a silent wait."""
 
     def __init__(self, total: int, label: str = "Embedding"):
         self._started, self._lock, self._done = time.monotonic(), threading.Lock(), threading.Event()
-        self._bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True,
-                                      item_show_func=self._taken)
+        self._bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=False,
+                                      item_show_func=self._timing)
         self._bar.__enter__()
         self._ticker = threading.Thread(target=self._tick, args=(TICK_SECONDS,), name="semantic-skills-bar",
                                         daemon=True)
         self._ticker.start()
 
-    def _taken(self, _item) -> str:
-        return f"{time.monotonic() - self._started:.0f} s"
+    def _timing(self, _item) -> str:
+        taken, done, total = time.monotonic() - self._started, self._bar.pos, self._bar.length
+        if not 0 < done < total:
+            return f"{taken:.0f} s"
+        minutes, seconds = divmod(round(taken / done * (total - done)), 60)
+        return f"{minutes // 60:02}:{minutes % 60:02}:{seconds:02}  {taken:.0f} s"
 
     def _tick(self, every: float) -> None:
         while not self._done.wait(every):
