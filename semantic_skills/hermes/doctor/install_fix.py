@@ -7,10 +7,10 @@ without its CPU instructions or its platform's build), the onnx embedder is
 the fix. Where the index was built by the bundled MiniLM on PyTorch (the
 default of an install with the torch extra), the embedder is left at its
 default and PyTorch is not installed, rebuilding with the default embedder
-is the fix and installing PyTorch the alternative, with its cost (a third of
-the size, a first turn twice as fast, the same routing: docs/performance.md,
-"Which install for a machine without an NVIDIA GPU"). Otherwise the plugin's
-own pip line is the one way.
+is the fix and installing PyTorch the alternative, with its cost
+(:data:`TORCH_COST`: 1.5 GB instead of 0.4 GB and a first turn about twice
+as slow, for the same routing). Otherwise the plugin's own pip line is the
+one way.
 """
 
 from __future__ import annotations
